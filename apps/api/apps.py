@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class ApiConfig(AppConfig):
+    """The REST surface of wire.md §4: thin views over the services of the other apps."""
+
+    name = "apps.api"
+    label = "api"
+
+    def ready(self) -> None:
+        from . import schema  # noqa: F401 - registers the OpenAPI authentication extension

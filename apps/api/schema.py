@@ -1,0 +1,217 @@
+"""Request and response shapes for the OpenAPI document (``GET /api/v1/schema``).
+
+These serializers describe the wire; they validate nothing (the strict parser and the pure
+core do). Keeping them apart keeps the views thin and the schema complete.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
+
+from missionweave.protocol.errors import ErrorCode
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=[code.value for code in ErrorCode])
+    message = serializers.CharField()
+    requirement = serializers.CharField(help_text="R-ID of the refused rule, or wire§N")
+    details = serializers.DictField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()
+
+
+class AuthoritySerializer(serializers.Serializer):
+    authority_id = serializers.CharField()
+    public_key = serializers.CharField()
+    protocol = serializers.CharField()
+    time = serializers.CharField()
+    clock_skew_s = serializers.IntegerField()
+
+
+class SessionRequestSerializer(serializers.Serializer):
+    agent = serializers.CharField()
+    issued_at = serializers.CharField()
+    nonce = serializers.CharField(min_length=16, max_length=128)
+    signature = serializers.CharField()
+
+
+class MembershipSummarySerializer(serializers.Serializer):
+    roles = serializers.ListField(child=serializers.CharField())
+    epoch = serializers.IntegerField()
+
+
+class SessionSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    session_epoch = serializers.IntegerField()
+    token = serializers.CharField()
+    expires_at = serializers.CharField()
+    memberships = serializers.DictField(child=MembershipSummarySerializer())
+
+
+class HumanSessionSerializer(serializers.Serializer):
+    principal = serializers.CharField()
+    memberships = serializers.DictField(child=MembershipSummarySerializer())
+
+
+class EnvelopeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    type = serializers.CharField()
+    group = serializers.CharField()
+    actor = serializers.CharField()
+    session_epoch = serializers.IntegerField(required=False)
+    membership_epoch = serializers.IntegerField()
+    issued_at = serializers.CharField()
+    body = serializers.DictField()
+    extensions = serializers.DictField(required=False)
+    signature = serializers.CharField(required=False)
+
+
+class EventRefSerializer(serializers.Serializer):
+    event_id = serializers.CharField()
+    sequence = serializers.IntegerField()
+    type = serializers.CharField()
+
+
+class CommandResponseSerializer(serializers.Serializer):
+    command_id = serializers.CharField()
+    events = EventRefSerializer(many=True)
+    result = serializers.DictField()
+
+
+class BatchRequestSerializer(serializers.Serializer):
+    commands = EnvelopeSerializer(many=True)
+
+
+class BatchItemSerializer(serializers.Serializer):
+    status = serializers.IntegerField()
+    body = serializers.DictField()
+
+
+class BatchResponseSerializer(serializers.Serializer):
+    results = BatchItemSerializer(many=True)
+
+
+class EventSerializer(serializers.Serializer):
+    event_id = serializers.CharField()
+    group = serializers.CharField()
+    sequence = serializers.IntegerField()
+    type = serializers.CharField()
+    command_id = serializers.CharField()
+    actor = serializers.CharField()
+    recorded_at = serializers.CharField()
+    payload = serializers.DictField()
+    prev_hash = serializers.CharField()
+    hash = serializers.CharField()
+
+
+class EventPageSerializer(serializers.Serializer):
+    events = EventSerializer(many=True)
+    head = serializers.IntegerField()
+    next_after = serializers.IntegerField()
+
+
+class HeadSerializer(serializers.Serializer):
+    group = serializers.CharField()
+    sequence = serializers.IntegerField()
+    hash = serializers.CharField()
+    signed_at = serializers.CharField()
+    signature = serializers.CharField()
+
+
+class BudgetsSerializer(serializers.Serializer):
+    limits = serializers.DictField(child=serializers.FloatField())
+    used = serializers.DictField(child=serializers.FloatField())
+
+
+class MissionSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    state = serializers.CharField()
+    goal = serializers.CharField()
+    budgets = BudgetsSerializer()
+    parent = serializers.CharField(allow_null=True)
+    children = serializers.ListField(child=serializers.CharField())
+    work_items = serializers.ListField(child=serializers.CharField())
+
+
+class OrganizationSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class CapabilitySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    version = serializers.CharField()
+
+
+class AgentCardSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    capabilities = CapabilitySerializer(many=True)
+    max_concurrency = serializers.IntegerField(min_value=1)
+
+
+class AgentRequestSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    organization = serializers.CharField()
+    public_key = serializers.CharField()
+    agent_card = AgentCardSerializer()
+
+
+class AgentSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    organization = serializers.CharField()
+    public_keys = serializers.ListField(child=serializers.CharField())
+    agent_card = AgentCardSerializer(allow_null=True)
+    session_epoch = serializers.IntegerField()
+
+
+class GroupRequestSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    organization = serializers.CharField()
+    name = serializers.CharField()
+
+
+class MembershipRequestSerializer(serializers.Serializer):
+    principal = serializers.CharField()
+    roles = serializers.ListField(child=serializers.CharField())
+
+
+class MembershipSerializer(serializers.Serializer):
+    principal = serializers.CharField()
+    roles = serializers.ListField(child=serializers.CharField())
+    epoch = serializers.IntegerField()
+
+
+class MembershipRevokedSerializer(serializers.Serializer):
+    principal = serializers.CharField()
+    epoch = serializers.IntegerField()
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """The wire.md §8 error document at each of ``statuses``."""
+    return {
+        status: OpenApiResponse(ErrorSerializer, description="wire.md §8 error")
+        for status in statuses
+    }
+
+
+AUTH_ERRORS = (401,)
+GROUP = OpenApiParameter("group", str, OpenApiParameter.PATH, description="group id")
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Documents ``Authorization: Bearer <session or API token>`` in the OpenAPI document."""
+
+    target_class = "apps.api.authentication.BearerTokenAuthentication"
+    name = "bearerToken"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An agent's session token (POST /sessions) or a human's API token.",
+        }

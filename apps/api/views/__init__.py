@@ -1,0 +1,1 @@
+"""Thin views: authenticate, parse, call one service or selector, render."""

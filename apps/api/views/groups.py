@@ -1,0 +1,151 @@
+"""Group endpoints: commands, batches, events, the signed head, missions (wire.md §4)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.ledger import authority, selectors
+from apps.ledger.write_path import Outcome, submit_batch, submit_command
+from apps.work.selectors import mission_document
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+from .. import schema
+from ..authentication import require_caller
+
+
+def _outcome_response(outcome: Outcome) -> Response:
+    response = Response(outcome.body, status=outcome.status)
+    if outcome.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+class CommandSubmitApi(APIView):
+    max_body_bytes = settings.MWP_MAX_COMMAND_BYTES
+
+    @extend_schema(
+        parameters=[schema.GROUP],
+        request=schema.EnvelopeSerializer,
+        responses={
+            201: schema.CommandResponseSerializer,
+            202: schema.CommandResponseSerializer,
+            **schema.errors(400, 401, 403, 404, 409, 413, 415),
+        },
+        summary="Submit one command (wire.md §3)",
+    )
+    def post(self, request: Request, group: str) -> Response:
+        caller = require_caller(request)
+        outcome = submit_command(group_id=group, document=request.data, caller=caller)
+        return _outcome_response(outcome)
+
+
+class CommandBatchApi(APIView):
+    max_body_bytes = settings.MWP_MAX_BATCH_BYTES
+
+    @extend_schema(
+        parameters=[schema.GROUP],
+        request=schema.BatchRequestSerializer,
+        responses={200: schema.BatchResponseSerializer, **schema.errors(400, 401, 404, 413, 415)},
+        summary="Submit up to 500 commands, each judged on its own, in order",
+    )
+    def post(self, request: Request, group: str) -> Response:
+        caller = require_caller(request)
+        data = request.data
+        if (
+            not isinstance(data, dict)
+            or set(data) != {"commands"}
+            or not isinstance(data["commands"], list)
+        ):
+            raise ProtocolError(
+                ErrorCode.MALFORMED,
+                'a batch is {"commands": [envelope, ...]}',
+                requirement="wire§4",
+                details={"path": "$.commands"},
+            )
+        commands = data["commands"]
+        if len(commands) > settings.MWP_MAX_BATCH_COMMANDS:
+            raise ProtocolError(
+                ErrorCode.TOO_LARGE,
+                f"a batch holds at most {settings.MWP_MAX_BATCH_COMMANDS} commands",
+                requirement="wire§1",
+                details={"limit": settings.MWP_MAX_BATCH_COMMANDS},
+            )
+        selectors.group_log(group)
+        results = submit_batch(group_id=group, documents=commands, caller=caller)
+        return Response(
+            {
+                "results": [
+                    {"status": item.status, "body": item.as_body()}
+                    if isinstance(item, ProtocolError)
+                    else {"status": item.status, "body": item.body}
+                    for item in results
+                ]
+            }
+        )
+
+
+def _non_negative_int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or len(raw) > 18:
+        raise ProtocolError(
+            ErrorCode.MALFORMED,
+            f"{name} is a non-negative integer",
+            requirement="wire§4",
+            details={"parameter": name},
+        )
+    return int(raw)
+
+
+class EventListApi(APIView):
+    @extend_schema(
+        parameters=[
+            schema.GROUP,
+            OpenApiParameter("after", int, description="return events with sequence > after"),
+            OpenApiParameter("limit", int, description="default 100, clamped to 1000"),
+        ],
+        responses={200: schema.EventPageSerializer, **schema.errors(400, 401, 403, 404, 410)},
+        summary="Events of a group after a sequence, in order",
+    )
+    def get(self, request: Request, group: str) -> HttpResponse:
+        caller = require_caller(request)
+        after = _non_negative_int(request, "after", 0)
+        limit = _non_negative_int(request, "limit", selectors.DEFAULT_PAGE)
+        log = selectors.access_group(group, caller.principal)
+        page = selectors.events_page(group, after=after, limit=limit, head=log.head_sequence)
+        # The stored documents are already JSON: splice them instead of re-encoding.
+        body = (
+            '{"events":[' + ",".join(page.documents) + f'],"head":{page.head},'
+            f'"next_after":{page.next_after}}}'
+        )
+        return HttpResponse(body.encode("utf-8"), content_type="application/json")
+
+
+class HeadApi(APIView):
+    @extend_schema(
+        parameters=[schema.GROUP],
+        responses={200: schema.HeadSerializer, **schema.errors(401, 403, 404)},
+        summary="The group's head, signed by the authority",
+    )
+    def get(self, request: Request, group: str) -> Response:
+        caller = require_caller(request)
+        log = selectors.access_group(group, caller.principal)
+        return Response(authority.signed_head(log))
+
+
+class MissionDetailApi(APIView):
+    @extend_schema(
+        parameters=[schema.GROUP, OpenApiParameter("mission", str, OpenApiParameter.PATH)],
+        responses={200: schema.MissionSerializer, **schema.errors(401, 403, 404)},
+        summary="The Mission projection",
+    )
+    def get(self, request: Request, group: str, mission: str) -> Response:
+        caller = require_caller(request)
+        selectors.access_group(group, caller.principal)
+        return Response(mission_document(group, mission))

@@ -1,0 +1,67 @@
+"""``/authority``, ``/sessions`` and ``/sessions/current`` (wire.md §4, §5)."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.ledger import authority
+from apps.registry import services
+from missionweave.protocol.timefmt import format_timestamp
+
+from .. import schema
+from ..authentication import require_caller
+
+
+class AuthorityApi(APIView):
+    authentication_classes = ()
+
+    @extend_schema(
+        responses={200: schema.AuthoritySerializer}, summary="The authority's identity and clock"
+    )
+    def get(self, request: Request) -> Response:
+        from django.conf import settings
+
+        return Response(
+            {
+                "authority_id": authority.authority_id(),
+                "public_key": authority.public_key(),
+                "protocol": "mwp/1",
+                "time": format_timestamp(timezone.now()),
+                "clock_skew_s": settings.MWP_CLOCK_SKEW_S,
+            }
+        )
+
+
+class SessionCreateApi(APIView):
+    authentication_classes = ()
+
+    @extend_schema(
+        request=schema.SessionRequestSerializer,
+        responses={201: schema.SessionSerializer, **schema.errors(400, 401, 413, 415)},
+        summary="Open an agent session (signed body; raises the session epoch)",
+    )
+    def post(self, request: Request) -> Response:
+        opened = services.session_open(body=request.data)
+        return Response(services.session_document(opened.session, opened.token), status=201)
+
+
+class SessionCurrentApi(APIView):
+    @extend_schema(
+        responses={200: schema.SessionSerializer, **schema.errors(401)},
+        summary="The caller's current session (agent) or principal and memberships (human)",
+    )
+    def get(self, request: Request) -> Response:
+        caller = require_caller(request)
+        if caller.kind == "agent":
+            token = request.META["HTTP_AUTHORIZATION"].partition(" ")[2].strip()
+            return Response(services.session_document(request.auth.session, token))
+        return Response(
+            {
+                "principal": caller.principal,
+                "memberships": services.memberships_of(caller.principal),
+            }
+        )

@@ -1,0 +1,111 @@
+"""Locking a group's head row and appending events after it (the hot path, in plain SQL).
+
+The head row is locked with ``SELECT … FOR UPDATE`` for the whole transaction, so commit
+order equals sequence order: a reader that sees sequence N+1 committed can never later see
+N appear. The same statement reads the database clock, which stamps ``recorded_at``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.events import event_hash
+from missionweave.protocol.facts import Fact, NewEvent
+from missionweave.protocol.timefmt import format_timestamp
+
+from .models import Event
+
+
+@dataclass
+class Head:
+    """The locked head of a group's log, advanced in memory as events are appended."""
+
+    group_id: str
+    sequence: int
+    hash: str
+    now: datetime
+    start_sequence: int = 0
+    appended: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.start_sequence = self.sequence
+
+
+def lock_head(group_id: str) -> Head | None:
+    """Lock the head row of ``group_id`` (``None`` if the group does not exist)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT head_sequence, head_hash, clock_timestamp() FROM ledger_grouplog "
+                "WHERE group_id = %s FOR UPDATE",
+                [group_id],
+            )
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            return Head(group_id, row[0], row[1], row[2])
+        # SQLite: the IMMEDIATE transaction already holds the database's write lock.
+        cursor.execute(
+            "SELECT head_sequence, head_hash FROM ledger_grouplog WHERE group_id = %s", [group_id]
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Head(group_id, row[0], row[1], timezone.now())
+
+
+def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: str) -> list[Fact]:
+    """Give ``new_events`` their sequence, time and hash; insert them; advance ``head``."""
+    recorded_at = format_timestamp(head.now)
+    facts: list[Fact] = []
+    rows: list[Event] = []
+    for new in new_events:
+        sequence = head.sequence + 1
+        document = {
+            "event_id": f"evt_{uuid.uuid4().hex}",
+            "group": head.group_id,
+            "sequence": sequence,
+            "type": new.type,
+            "command_id": command_id,
+            "actor": actor,
+            "recorded_at": recorded_at,
+            "payload": new.payload,
+            "prev_hash": head.hash,
+        }
+        document["hash"] = event_hash(document)
+        rows.append(
+            Event(
+                group_id=head.group_id,
+                sequence=sequence,
+                event_id=document["event_id"],
+                type=new.type,
+                command_id=command_id,
+                actor=actor,
+                recorded_at=head.now,
+                hash=document["hash"],
+                document=canonical_bytes(document).decode("utf-8"),
+            )
+        )
+        facts.append(Fact(new.type, new.payload, actor, sequence, command_id, recorded_at))
+        head.sequence, head.hash = sequence, document["hash"]
+        head.appended.append(document)
+    Event.objects.bulk_create(rows)
+    return facts
+
+
+def save_head(head: Head) -> None:
+    """Persist the advanced head (once per transaction, however many commands it held)."""
+    if head.sequence == head.start_sequence:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE ledger_grouplog SET head_sequence = %s, head_hash = %s WHERE group_id = %s",
+            [head.sequence, head.hash, head.group_id],
+        )

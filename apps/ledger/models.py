@@ -1,0 +1,76 @@
+"""The event log (wire.md §6): one table of events, one head row per group, command records.
+
+The sequence comes from the head row, locked for the length of the appending transaction,
+never from a database sequence: a sequence object hands out numbers that a rolled-back
+transaction never uses, which would leave gaps, and commit order would not be sequence order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from django.db import models
+
+from missionweave.protocol.canonical import ZERO_HASH
+
+
+class GroupLog(models.Model):
+    """The head of a group's log: the last sequence and hash. Locking it serialises appends."""
+
+    group = models.OneToOneField(
+        "registry.Group", primary_key=True, on_delete=models.PROTECT, related_name="log"
+    )
+    head_sequence = models.PositiveBigIntegerField(default=0)
+    head_hash = models.CharField(max_length=71, default=ZERO_HASH)
+
+    def __str__(self) -> str:
+        return f"{self.group_id}@{self.head_sequence}"
+
+
+class Event(models.Model):
+    """An appended event. Immutable: a database trigger refuses UPDATE and DELETE."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="events")
+    sequence = models.PositiveBigIntegerField()
+    event_id = models.CharField(max_length=64, unique=True)
+    type = models.CharField(max_length=100)
+    command_id = models.CharField(max_length=128)
+    actor = models.CharField(max_length=160)
+    recorded_at = models.DateTimeField()
+    hash = models.CharField(max_length=71)
+    #: the wire.md §6 event exactly as hashed and served (canonical JSON, ``hash`` included)
+    document = models.TextField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["group", "sequence"], name="gapless_sequence_slot")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}#{self.sequence} {self.type}"
+
+    def as_wire(self) -> dict[str, Any]:
+        return json.loads(self.document)
+
+
+class CommandRecord(models.Model):
+    """An accepted command and its response, for idempotent replays (wire.md §3 step 5)."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="commands")
+    actor = models.CharField(max_length=160)
+    command_id = models.CharField(max_length=128)
+    content_digest = models.CharField(max_length=71)
+    status = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    accepted_at = models.DateTimeField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["group", "actor", "command_id"], name="command_id_once_per_actor"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}:{self.actor}:{self.command_id}"

@@ -1,0 +1,97 @@
+"""How aggregates of the pure core are stored as projection rows, and loaded back.
+
+Each aggregate kind (``membership``, ``mission``, later ``work_item``…) registers a
+:class:`ModelProjection`. The write path and ``rebuild_projections`` both go through
+:func:`load_view` and :func:`save_aggregates`, so there is one way a row is written.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models
+
+from missionweave.protocol.facts import StateKey
+
+
+@dataclass(frozen=True)
+class ModelProjection:
+    """One aggregate kind stored as rows of ``model`` keyed by (group, ``id_field``)."""
+
+    model: type[models.Model]
+    id_field: str
+    to_state: Callable[[Any], Any]
+    to_fields: Callable[[Any], dict[str, Any]]
+
+
+_PROJECTIONS: dict[str, ModelProjection] = {}
+
+
+def register_projection(kind: str, projection: ModelProjection) -> None:
+    _PROJECTIONS[kind] = projection
+
+
+def projection_kinds() -> Mapping[str, ModelProjection]:
+    return _PROJECTIONS
+
+
+def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
+    """The aggregates at ``keys`` (``None`` where none exists): one query per kind."""
+    by_kind: dict[str, set[str]] = defaultdict(set)
+    for kind, ident in keys:
+        by_kind[kind].add(ident)
+    view: dict[StateKey, Any] = {}
+    for kind, idents in by_kind.items():
+        projection = _PROJECTIONS[kind]
+        rows = projection.model.objects.filter(
+            group_id=group_id, **{f"{projection.id_field}__in": idents}
+        )
+        found = {getattr(row, projection.id_field): projection.to_state(row) for row in rows}
+        for ident in idents:
+            view[(kind, ident)] = found.get(ident)
+    return view
+
+
+def save_aggregates(group_id: str, state: Mapping[StateKey, Any], keys: Iterable[StateKey]) -> None:
+    """Write the aggregates at ``keys`` from ``state`` to their projection rows."""
+    for kind, ident in keys:
+        projection = _PROJECTIONS[kind]
+        aggregate = state[(kind, ident)]
+        fields = projection.to_fields(aggregate)
+        updated = projection.model.objects.filter(
+            group_id=group_id, **{projection.id_field: ident}
+        ).update(**fields)
+        if not updated:
+            projection.model.objects.create(
+                group_id=group_id, **{projection.id_field: ident}, **fields
+            )
+
+
+def bulk_replace(group_id: str, state: Mapping[StateKey, Any]) -> None:
+    """Replace every projection row of ``group_id`` with ``state`` (used by rebuilds)."""
+    for kind, projection in _PROJECTIONS.items():
+        projection.model.objects.filter(group_id=group_id).delete()
+        projection.model.objects.bulk_create(
+            [
+                projection.model(
+                    group_id=group_id,
+                    **{projection.id_field: ident},
+                    **projection.to_fields(aggregate),
+                )
+                for (k, ident), aggregate in state.items()
+                if k == kind
+            ],
+            batch_size=2000,
+        )
+
+
+def load_all(group_id: str) -> dict[StateKey, Any]:
+    """Every live aggregate of a group, as pure state (for ``--verify``)."""
+    state: dict[StateKey, Any] = {}
+    for kind, projection in _PROJECTIONS.items():
+        for row in projection.model.objects.filter(group_id=group_id).iterator(chunk_size=2000):
+            state[(kind, getattr(row, projection.id_field))] = projection.to_state(row)
+    return state

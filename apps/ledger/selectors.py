@@ -1,0 +1,60 @@
+"""Reads of the log: pages of events, the head, membership-checked access to a group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+from .models import Event, GroupLog
+
+MAX_PAGE = 1000
+DEFAULT_PAGE = 100
+
+
+def group_log(group_id: str) -> GroupLog:
+    log = GroupLog.objects.filter(group_id=group_id).first()
+    if log is None:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"no group {group_id!r}",
+            requirement="wire§4",
+            details={"group": group_id},
+        )
+    return log
+
+
+def access_group(group_id: str, principal: str) -> GroupLog:
+    """The group's head row, if ``principal`` is an active member (any role, observer too)."""
+    from apps.registry.services import membership_of
+
+    log = group_log(group_id)
+    if membership_of(group_id, principal) is None:
+        raise ProtocolError(
+            ErrorCode.NOT_A_MEMBER,
+            f"{principal} is not a member of {group_id}",
+            requirement="wire§2",
+        )
+    return log
+
+
+@dataclass(frozen=True)
+class EventPage:
+    documents: list[str]  # canonical JSON of each event, as stored and hashed
+    head: int
+    next_after: int
+
+
+def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPage:
+    """Events with sequence > ``after`` in order (wire.md §4 ``GET …/events``).
+
+    ``head`` is read before the page, so a page never runs past the head it reports.
+    """
+    limit = max(1, min(limit, MAX_PAGE))
+    rows = list(
+        Event.objects.filter(group_id=group_id, sequence__gt=after, sequence__lte=head)
+        .order_by("sequence")
+        .values_list("sequence", "document")[:limit]
+    )
+    next_after = rows[-1][0] if rows else after
+    return EventPage([document for _, document in rows], head, next_after)

@@ -1,0 +1,251 @@
+"""The one door for writes.
+
+Every state change — from the API, the dashboard, the admin endpoints, a Celery task, a
+management command — is a command handed to :func:`submit_command` (or
+:func:`submit_batch`). Top to bottom it follows wire.md §3:
+
+    verify (envelope, token ↔ actor, signature, clock)
+    → lock the group head → idempotency → session epoch → membership, role, epoch
+    → body shape → decide (pure) → append → project (``evolve``) → record the response
+    → broadcast after commit
+
+Nothing else writes events or projection rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.db import transaction
+from django.utils import timezone
+
+from missionweave.protocol import decider
+from missionweave.protocol.authorization import authorize
+from missionweave.protocol.envelope import (
+    Envelope,
+    check_clock_skew,
+    check_signature,
+    parse_envelope,
+)
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.facts import Command
+from missionweave.protocol.identifiers import AUTHORITY
+from missionweave.protocol.memberships import membership_key
+from missionweave.protocol.registry import COMMANDS, PUBLIC_COMMAND_TYPES, CommandSpec
+from missionweave.protocol.signing import parse_public_key
+
+from . import head as heads
+from .broadcast import announce_head
+from .models import CommandRecord
+from .projections import load_view, save_aggregates
+
+CallerKind = Literal["agent", "user", "authority"]
+SUPPORTED_EXTENSIONS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is submitting, as established by authentication (wire.md §3 step 1)."""
+
+    principal: str
+    kind: CallerKind
+    session_epoch: int | None = None  # an agent's: the epoch of the session its token opened
+    is_staff: bool = False
+
+
+AUTHORITY_CALLER = Caller(principal=AUTHORITY, kind="authority")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """An accepted command's response (``replayed`` when served from the idempotency record)."""
+
+    status: int
+    body: dict[str, Any]
+    replayed: bool
+    events: Sequence[dict[str, Any]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    envelope: Envelope
+    spec: CommandSpec
+
+
+def submit_command(
+    *, group_id: str, document: object, caller: Caller, admin: bool = False
+) -> Outcome:
+    """Verify, authorise and apply one command; raise ``ProtocolError`` when refused.
+
+    ``admin`` admits the staff-only types (membership changes) that the admin endpoints send.
+    """
+    verified = _verify(group_id, document, caller, admin=admin)
+    with transaction.atomic():
+        head = _lock(group_id)
+        outcome = _apply(head, verified, caller)
+        heads.save_head(head)
+    _announce_on_commit(head)
+    return outcome
+
+
+def submit_batch(
+    *, group_id: str, documents: Sequence[object], caller: Caller
+) -> list[Outcome | ProtocolError]:
+    """Judge each command on its own, in order, under one lock of the group head.
+
+    Each item runs in its own savepoint, so a refused item leaves no trace and does not stop
+    the ones after it; the batch holds the head lock once instead of once per command.
+    """
+    results: list[Outcome | ProtocolError | _Verified] = []
+    for document in documents:
+        try:
+            results.append(_verify(group_id, document, caller, admin=False))
+        except ProtocolError as refusal:
+            results.append(refusal)
+    if not any(isinstance(item, _Verified) for item in results):
+        return results  # type: ignore[return-value]
+    with transaction.atomic():
+        head = _lock(group_id)
+        for index, item in enumerate(results):
+            if not isinstance(item, _Verified):
+                continue
+            mark = (head.sequence, head.hash, len(head.appended))
+            try:
+                with transaction.atomic():
+                    results[index] = _apply(head, item, caller)
+            except ProtocolError as refusal:
+                head.sequence, head.hash = mark[0], mark[1]
+                del head.appended[mark[2] :]
+                results[index] = refusal
+        heads.save_head(head)
+    _announce_on_commit(head)
+    return results  # type: ignore[return-value]
+
+
+def _verify(group_id: str, document: object, caller: Caller, *, admin: bool) -> _Verified:
+    """wire.md §3 steps 2–4: everything that needs no lock."""
+    known = COMMANDS.keys() if admin else PUBLIC_COMMAND_TYPES
+    envelope = parse_envelope(
+        document, path_group=group_id, known_types=known, supported_extensions=SUPPORTED_EXTENSIONS
+    )
+    spec = COMMANDS[envelope.type]
+    if caller.kind != "authority" and envelope.actor != caller.principal:
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN,
+            f"the token authenticates {caller.principal}, not {envelope.actor}",
+            requirement="wire§3",
+        )
+    if envelope.actor_kind == "agent":
+        check_signature(envelope, _current_keys(envelope.actor_name))
+    check_clock_skew(envelope.issued_at, timezone.now())
+    return _Verified(envelope, spec)
+
+
+def _current_keys(agent_id: str) -> list[Any]:
+    from apps.registry.models import AgentKey
+
+    texts = AgentKey.objects.filter(agent_id=agent_id, revoked_at__isnull=True).values_list(
+        "public_key", flat=True
+    )
+    return [parse_public_key(text) for text in texts]
+
+
+def _lock(group_id: str) -> heads.Head:
+    head = heads.lock_head(group_id)
+    if head is None:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"no group {group_id!r}",
+            requirement="wire§4",
+            details={"group": group_id},
+        )
+    return head
+
+
+def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
+    """wire.md §3 steps 5–9, then decide, append, project and record — under the head lock."""
+    envelope, spec = verified.envelope, verified.spec
+    group_id = head.group_id
+
+    # 5. idempotency: same id from the same actor in this group
+    record = CommandRecord.objects.filter(
+        group_id=group_id, actor=envelope.actor, command_id=envelope.id
+    ).first()
+    if record is not None:
+        if record.content_digest != envelope.content_digest:
+            raise ProtocolError(
+                ErrorCode.DUPLICATE_COMMAND_ID,
+                f"command id {envelope.id!r} was already used for other content",
+                requirement="wire§3",
+                details={"command_id": envelope.id},
+            )
+        return Outcome(record.status, record.response, replayed=True)
+
+    # 6. session epoch (the token's session was current when it was authenticated)
+    if envelope.actor_kind == "agent" and envelope.session_epoch != caller.session_epoch:
+        raise ProtocolError(
+            ErrorCode.STALE_SESSION,
+            f"session epoch {envelope.session_epoch} is not the current {caller.session_epoch}",
+            requirement="R11.3-10",
+            details={"current_epoch": caller.session_epoch},
+        )
+
+    # 7–8. membership, role, membership epoch
+    if spec.staff_only:
+        if not caller.is_staff:
+            raise ProtocolError(ErrorCode.FORBIDDEN, "admins only", requirement="wire§4")
+    elif caller.kind != "authority":
+        actor_key = membership_key(envelope.actor)
+        membership = load_view(group_id, [actor_key])[actor_key]
+        authorize(
+            spec, membership, actor=envelope.actor, membership_epoch=envelope.membership_epoch
+        )
+
+    # 9. the body's shape, then the command's own rules
+    spec.validate(envelope.body)
+    view = load_view(group_id, spec.keys(envelope.body))
+    command = Command(
+        id=envelope.id,
+        type=envelope.type,
+        group=group_id,
+        actor=envelope.actor,
+        body=envelope.body,
+        now=head.now,
+    )
+    decision = decider.decide(view, command)
+
+    facts = heads.append(head, decision.events, command_id=envelope.id, actor=envelope.actor)
+    state = dict(view)
+    changed: set[Any] = set()
+    for fact in facts:
+        changed.update(decider.apply(state, fact))
+    save_aggregates(group_id, state, changed)
+
+    events = head.appended[len(head.appended) - len(facts) :]
+    body = {
+        "command_id": envelope.id,
+        "events": [
+            {"event_id": e["event_id"], "sequence": e["sequence"], "type": e["type"]}
+            for e in events
+        ],
+        "result": decision.result,
+    }
+    # The head lock serialises this insert; the unique constraint is the backstop.
+    CommandRecord.objects.create(
+        group_id=group_id,
+        actor=envelope.actor,
+        command_id=envelope.id,
+        content_digest=envelope.content_digest,
+        status=decision.status,
+        response=body,
+        accepted_at=head.now,
+    )
+    return Outcome(decision.status, body, replayed=False, events=events)
+
+
+def _announce_on_commit(head: heads.Head) -> None:
+    if head.sequence != head.start_sequence:
+        group_id, sequence = head.group_id, head.sequence
+        transaction.on_commit(lambda: announce_head(group_id, sequence))

@@ -1,0 +1,316 @@
+"""Writes to identities (organisations, agents, groups, sessions, tokens) and the admin
+membership commands, which go through the ledger's one write path like every other command.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.ledger.models import GroupLog
+from apps.ledger.write_path import Caller, Outcome, submit_command
+from missionweave.protocol import memberships as membership_rules
+from missionweave.protocol.canonical import canonical_bytes, without
+from missionweave.protocol.envelope import check_clock_skew
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.signing import parse_public_key, verify
+from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
+from missionweave.protocol.validation import check_fields, check_id, check_text, malformed
+
+from .models import (
+    Agent,
+    AgentCard,
+    AgentKey,
+    AgentSession,
+    ApiToken,
+    Group,
+    Membership,
+    Organization,
+    SessionNonce,
+    new_token,
+    token_digest,
+)
+
+SESSION_TOKEN_PREFIX = "mws"  # noqa: S105 - a prefix, not a secret
+API_TOKEN_PREFIX = "mwt"  # noqa: S105
+
+
+def _already_exists(what: str, ident: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.ALREADY_EXISTS,
+        f"{what} {ident!r} already exists with other content",
+        requirement="wire§4",
+        details={"id": ident},
+    )
+
+
+def _not_found(what: str, ident: str, path: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.NOT_FOUND, f"no {what} {ident!r}", requirement="wire§4", details={"path": path}
+    )
+
+
+# --- organisations, agents, groups -------------------------------------------------------
+
+
+def organization_create(*, body: dict[str, Any]) -> tuple[Organization, bool]:
+    """Create an organisation; the same body again is a no-op (returns created=False)."""
+    check_fields(body, required=("id", "name"))
+    ident = check_id(body["id"], "$.id")
+    name = check_text(body["name"], "$.name", max_length=200)
+    existing = Organization.objects.filter(pk=ident).first()
+    if existing is not None:
+        if existing.name != name:
+            raise _already_exists("organization", ident)
+        return existing, False
+    return Organization.objects.create(id=ident, name=name), True
+
+
+def _check_agent_card(card: object) -> dict[str, Any]:
+    if not isinstance(card, dict):
+        raise malformed("agent_card is an object", "$.agent_card", "R11.1-11")
+    check_fields(
+        card, required=("name", "version", "capabilities", "max_concurrency"), path="$.agent_card"
+    )
+    check_text(card["name"], "$.agent_card.name", max_length=200)
+    check_text(card["version"], "$.agent_card.version", max_length=64)
+    capabilities = card["capabilities"]
+    if not isinstance(capabilities, list):
+        raise malformed("capabilities is a list", "$.agent_card.capabilities", "R11.1-11")
+    for index, capability in enumerate(capabilities):
+        path = f"$.agent_card.capabilities[{index}]"
+        if not isinstance(capability, dict):
+            raise malformed("a capability is {id, version}", path, "R11.1-11")
+        check_fields(capability, required=("id", "version"), path=path)
+        check_text(capability["id"], f"{path}.id", max_length=200)
+        check_text(capability["version"], f"{path}.version", max_length=64)
+    concurrency = card["max_concurrency"]
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise malformed(
+            "max_concurrency is a positive integer", "$.agent_card.max_concurrency", "R11.1-11"
+        )
+    return card
+
+
+def agent_register(*, body: dict[str, Any]) -> tuple[Agent, bool]:
+    """Register an agent, or add a key or a new Agent Card version to an existing one."""
+    check_fields(body, required=("id", "organization", "public_key", "agent_card"))
+    ident = check_id(body["id"], "$.id")
+    organization_id = check_id(body["organization"], "$.organization")
+    try:
+        parse_public_key(body["public_key"])
+    except (ValueError, TypeError):
+        raise malformed(
+            "public_key is 32 raw bytes in base64url without padding", "$.public_key", "wire§1"
+        ) from None
+    card = _check_agent_card(body["agent_card"])
+    if not Organization.objects.filter(pk=organization_id).exists():
+        raise _not_found("organization", organization_id, "$.organization")
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().filter(pk=ident).first()
+        created = agent is None
+        if agent is None:
+            agent = Agent.objects.create(id=ident, organization_id=organization_id)
+        elif agent.organization_id != organization_id:
+            raise _already_exists("agent", ident)
+        AgentKey.objects.get_or_create(agent=agent, public_key=body["public_key"])
+        stored = agent.cards.filter(version=card["version"]).first()
+        if stored is None:
+            AgentCard.objects.create(agent=agent, version=card["version"], card=card)
+        elif stored.card != card:
+            raise _already_exists("agent card version", card["version"])
+    return agent, created
+
+
+def group_create(*, body: dict[str, Any]) -> tuple[Group, bool]:
+    """Create a group with an empty log (its head row at sequence 0)."""
+    check_fields(body, required=("id", "organization", "name"))
+    ident = check_id(body["id"], "$.id")
+    organization_id = check_id(body["organization"], "$.organization")
+    name = check_text(body["name"], "$.name", max_length=200)
+    if not Organization.objects.filter(pk=organization_id).exists():
+        raise _not_found("organization", organization_id, "$.organization")
+    with transaction.atomic():
+        existing = Group.objects.filter(pk=ident).first()
+        if existing is not None:
+            if (existing.organization_id, existing.name) != (organization_id, name):
+                raise _already_exists("group", ident)
+            return existing, False
+        group = Group.objects.create(id=ident, organization_id=organization_id, name=name)
+        GroupLog.objects.create(group=group)
+    return group, True
+
+
+# --- memberships (admin commands through the write path) ---------------------------------
+
+
+def _admin_envelope(group_id: str, admin_username: str, type_: str, body: dict[str, Any]) -> dict:
+    return {
+        "id": f"admin-{uuid.uuid4().hex}",
+        "type": type_,
+        "group": group_id,
+        "actor": f"user:{admin_username}",
+        "membership_epoch": 0,
+        "issued_at": format_timestamp(timezone.now()),
+        "body": body,
+    }
+
+
+def membership_grant(*, group_id: str, admin: Caller, body: object) -> Outcome:
+    """Grant roles, or replace an existing member's roles (``membership.granted``/``changed``)."""
+    if not isinstance(body, dict):
+        raise malformed("the body is an object", "$", "wire§4")
+    username = admin.principal.removeprefix("user:")
+    document = _admin_envelope(group_id, username, membership_rules.GRANT, body)
+    return submit_command(group_id=group_id, document=document, caller=admin, admin=True)
+
+
+def membership_revoke(*, group_id: str, admin: Caller, principal: str) -> Outcome:
+    username = admin.principal.removeprefix("user:")
+    document = _admin_envelope(
+        group_id, username, membership_rules.REVOKE, {"principal": principal}
+    )
+    return submit_command(group_id=group_id, document=document, caller=admin, admin=True)
+
+
+def memberships_of(principal: str) -> dict[str, dict[str, Any]]:
+    """``{group: {"roles", "epoch"}}`` for every group where ``principal`` is a member."""
+    rows = Membership.objects.filter(principal=principal, active=True).order_by("group_id")
+    return {row.group_id: {"roles": list(row.roles), "epoch": row.epoch} for row in rows}
+
+
+def membership_of(group_id: str, principal: str) -> Membership | None:
+    return Membership.objects.filter(group_id=group_id, principal=principal, active=True).first()
+
+
+# --- sessions and tokens ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenedSession:
+    session: AgentSession
+    token: str
+
+
+def session_open(*, body: object) -> OpenedSession:
+    """``POST /sessions`` (wire.md §5): a signed body opens a session at epoch + 1.
+
+    The previous token stops working at once (R11.3-10). Revoking the agent's execution
+    leases and requeueing their WorkItems joins this transaction with the lease issue.
+    """
+    if not isinstance(body, dict):
+        raise malformed("the body is an object", "$", "wire§5")
+    check_fields(body, required=("agent", "issued_at", "nonce", "signature"))
+    agent_id = check_id(body["agent"], "$.agent")
+    try:
+        issued_at = parse_timestamp(body["issued_at"])
+    except (ValueError, OverflowError):
+        raise malformed("issued_at is an RFC 3339 UTC timestamp", "$.issued_at", "wire§1") from None
+    nonce = body["nonce"]
+    if not isinstance(nonce, str) or not 16 <= len(nonce) <= 128:
+        raise malformed("nonce is 16..128 characters", "$.nonce", "wire§5")
+    if not isinstance(body["signature"], str):
+        raise malformed("signature is a string", "$.signature", "wire§5")
+    message = canonical_bytes(without(body, "signature"))
+    keys = AgentKey.objects.filter(agent_id=agent_id, revoked_at__isnull=True).values_list(
+        "public_key", flat=True
+    )
+    if not any(verify(parse_public_key(key), message, body["signature"]) for key in keys):
+        raise ProtocolError(
+            ErrorCode.INVALID_SIGNATURE,
+            "the signature does not verify under a current key of the agent",
+            requirement="wire§5",
+        )
+    now = timezone.now()
+    check_clock_skew(issued_at, now)
+    token = new_token(SESSION_TOKEN_PREFIX)
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=agent_id)
+        try:
+            with transaction.atomic():
+                SessionNonce.objects.create(agent=agent, nonce=nonce)
+        except IntegrityError:
+            raise ProtocolError(
+                ErrorCode.REPLAYED_NONCE,
+                "this nonce was already used by this agent",
+                requirement="wire§5",
+            ) from None
+        agent.session_epoch += 1
+        agent.save(update_fields=["session_epoch"])
+        session = AgentSession.objects.create(
+            session_id=f"ses_{uuid.uuid4().hex}",
+            agent=agent,
+            epoch=agent.session_epoch,
+            token_hash=token_digest(token),
+            created_at=now,
+            expires_at=now + timedelta(seconds=settings.MWP_SESSION_TTL_S),
+        )
+    return OpenedSession(session, token)
+
+
+def session_document(session: AgentSession, token: str) -> dict[str, Any]:
+    """The ``POST /sessions`` answer (also served, fresh, by ``GET /sessions/current``)."""
+    return {
+        "session_id": session.session_id,
+        "session_epoch": session.epoch,
+        "token": token,
+        "expires_at": format_timestamp(session.expires_at),
+        "memberships": memberships_of(f"agent:{session.agent_id}"),
+    }
+
+
+def api_token_create(*, username: str, staff: bool = False, label: str = "") -> str:
+    """Create the user if needed (staff when asked) and a new API token for them."""
+    user_model = get_user_model()
+    user, _ = user_model.objects.get_or_create(username=username)
+    if staff and not user.is_staff:
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    token = new_token(API_TOKEN_PREFIX)
+    ApiToken.objects.create(user=user, token_hash=token_digest(token), label=label)
+    return token
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    caller: Caller
+    session: AgentSession | None = None
+
+
+def authenticate_bearer(token: str) -> Authenticated:
+    """wire.md §3 step 1 / §4: a known token, not that of a replaced or expired session."""
+    digest_ = token_digest(token)
+    if token.startswith(SESSION_TOKEN_PREFIX + "_"):
+        session = AgentSession.objects.select_related("agent").filter(token_hash=digest_).first()
+        if session is None or session.expires_at <= timezone.now():
+            raise ProtocolError(ErrorCode.UNAUTHENTICATED, "unknown or expired token")
+        if session.epoch != session.agent.session_epoch:
+            raise ProtocolError(
+                ErrorCode.STALE_SESSION,
+                "this session was replaced by a newer one",
+                requirement="R11.3-10",
+            )
+        caller = Caller(
+            principal=f"agent:{session.agent_id}", kind="agent", session_epoch=session.epoch
+        )
+        return Authenticated(caller, session)
+    if token.startswith(API_TOKEN_PREFIX + "_"):
+        api_token = ApiToken.objects.select_related("user").filter(token_hash=digest_).first()
+        if api_token is not None and api_token.user.is_active:
+            user = api_token.user
+            return Authenticated(
+                Caller(principal=f"user:{user.username}", kind="user", is_staff=user.is_staff)
+            )
+    raise ProtocolError(ErrorCode.UNAUTHENTICATED, "unknown token")
+
+
+def random_nonce() -> str:
+    return secrets.token_urlsafe(24)

@@ -1,0 +1,67 @@
+"""Who is on the socket (wire.md §7): an agent's bearer token, or a browser's Django session
+from an allowed origin. A handshake with neither is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from apps.ledger.write_path import Caller
+from apps.registry.services import authenticate_bearer
+from missionweave.protocol.errors import ProtocolError
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+@database_sync_to_async
+def _caller_from_token(token: str) -> Caller | ProtocolError:
+    try:
+        return authenticate_bearer(token).caller
+    except ProtocolError as error:
+        return error
+
+
+class _ResolveCaller:
+    """Sets ``scope["mwp_caller"]`` (a Caller) or ``scope["mwp_refusal"]`` (why not)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        scope = dict(scope)
+        authorization = _header(scope, b"authorization")
+        if authorization:
+            scheme, _, token = authorization.partition(" ")
+            result = await _caller_from_token(token.strip()) if scheme.lower() == "bearer" else None
+            if isinstance(result, Caller):
+                scope["mwp_caller"] = result
+            else:
+                scope["mwp_refusal"] = result.code.value if result else "UNAUTHENTICATED"
+        else:
+            user = scope.get("user")
+            origin = _header(scope, b"origin")
+            if user is not None and user.is_authenticated:
+                if origin in settings.MWP_STREAM_ALLOWED_ORIGINS:
+                    scope["mwp_caller"] = Caller(
+                        principal=f"user:{user.get_username()}",
+                        kind="user",
+                        is_staff=user.is_staff,
+                    )
+                else:
+                    scope["mwp_refusal"] = "FORBIDDEN"
+            else:
+                scope["mwp_refusal"] = "UNAUTHENTICATED"
+        return await self.inner(scope, receive, send)
+
+
+def StreamAuthMiddleware(inner: Any) -> Any:
+    return AuthMiddlewareStack(_ResolveCaller(inner))

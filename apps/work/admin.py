@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from apps.registry.admin import ReadOnlyAdmin
+
+from .models import Mission
+
+
+@admin.register(Mission)
+class MissionAdmin(ReadOnlyAdmin):
+    list_display = ("group", "mission_id", "state", "created_by")

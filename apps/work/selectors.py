@@ -1,0 +1,18 @@
+"""Reads of the mission projection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+from .models import Mission
+
+
+def mission_document(group_id: str, mission_id: str) -> dict[str, Any]:
+    row = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
+    if row is None:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND, f"no mission {mission_id!r} in {group_id}", requirement="wire§4"
+        )
+    return row.to_state().as_dict()

@@ -1,0 +1,1 @@
+"""MissionWeave: the Group Authority server of the MissionWeave Protocol."""

@@ -1,0 +1,50 @@
+"""``decide`` and ``evolve``: the pure heart of the authority.
+
+``decide(view, command)`` refuses (``ProtocolError``) or returns the events to append.
+``evolve(key, aggregate, fact)`` folds one appended event into one aggregate. ``routes(fact)``
+names the aggregates an event changes. The write path and ``rebuild_projections`` both apply
+events with ``evolve``, so a live projection and a replay cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from . import memberships, missions
+from .facts import Command, Decision, Fact, StateKey, View
+from .registry import COMMANDS
+
+_ROUTES: dict[str, Callable[[dict[str, Any]], list[StateKey]]] = {
+    **memberships.EVENT_ROUTES,
+    **missions.EVENT_ROUTES,
+}
+
+
+def decide(view: View, command: Command) -> Decision:
+    """The events ``command`` produces against ``view`` (a ``ProtocolError`` if refused)."""
+    return COMMANDS[command.type].decide(view, command)
+
+
+def routes(fact: Fact) -> list[StateKey]:
+    """The aggregates ``fact`` changes; events that change none (audit only) route nowhere."""
+    route = _ROUTES.get(fact.type)
+    return route(fact.payload) if route else []
+
+
+def evolve(key: StateKey, current: Any, fact: Fact) -> Any:
+    """The aggregate at ``key`` after ``fact``."""
+    kind = key[0]
+    if kind == "membership":
+        return memberships.evolve_membership(current, fact)
+    if kind == "mission":
+        return missions.evolve_mission(current, fact, key)
+    raise ValueError(f"no aggregate of kind {kind!r}")
+
+
+def apply(state: MutableMapping[StateKey, Any], fact: Fact) -> list[StateKey]:
+    """Fold ``fact`` into ``state`` in place; return the keys it changed."""
+    changed = routes(fact)
+    for key in changed:
+        state[key] = evolve(key, state.get(key), fact)
+    return changed

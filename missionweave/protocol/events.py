@@ -1,0 +1,39 @@
+"""The event document of wire.md §6 and its hash chain."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .canonical import ZERO_HASH, digest, without
+
+EVENT_FIELDS = (
+    "event_id", "group", "sequence", "type", "command_id", "actor", "recorded_at", "payload",
+    "prev_hash",
+)  # fmt: skip
+
+
+def event_hash(event: dict[str, Any]) -> str:
+    """The digest of the canonical event without ``hash`` (wire.md §6)."""
+    return digest(without(event, "hash"))
+
+
+def first_chain_break(
+    events: Iterable[dict[str, Any]], *, after_hash: str = ZERO_HASH, after_sequence: int = 0
+) -> int | None:
+    """The sequence of the first event that does not chain, or ``None`` when all do.
+
+    An event chains when its sequence follows the previous one, its ``prev_hash`` is the
+    previous ``hash`` and its ``hash`` is the digest of its own content.
+    """
+    previous_hash, previous_sequence = after_hash, after_sequence
+    for event in events:
+        sequence = event.get("sequence")
+        if (
+            sequence != previous_sequence + 1
+            or event.get("prev_hash") != previous_hash
+            or event.get("hash") != event_hash(event)
+        ):
+            return sequence if isinstance(sequence, int) else previous_sequence + 1
+        previous_hash, previous_sequence = event["hash"], sequence
+    return None

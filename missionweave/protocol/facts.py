@@ -1,0 +1,59 @@
+"""The shapes that flow through ``decide`` and ``evolve``.
+
+``decide(view, command) -> Decision`` and ``evolve(key, aggregate, fact) -> aggregate`` are
+pure. A *view* maps the state keys a command declared it needs onto the current aggregates
+(``None`` for one that does not exist); the write path loads exactly those under the group
+lock, and a rebuild folds ``evolve`` over the whole log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# ("mission", mission_id), ("membership", principal), later ("work_item", id), ...
+StateKey = tuple[str, str]
+View = Mapping[StateKey, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A command after envelope checks: what the decider sees (time comes in as an argument)."""
+
+    id: str
+    type: str
+    group: str
+    actor: str
+    body: dict[str, Any]
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event the decider wants appended; the ledger gives it sequence, hash and time."""
+
+    type: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a command produces: events to append and the ``result`` of the response."""
+
+    events: list[NewEvent]
+    result: dict[str, Any] = field(default_factory=dict)
+    status: int = 201
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """An appended event, as ``evolve`` sees it."""
+
+    type: str
+    payload: dict[str, Any]
+    actor: str
+    sequence: int
+    command_id: str
+    recorded_at: str

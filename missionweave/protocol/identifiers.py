@@ -1,0 +1,44 @@
+"""Identifier and principal syntax (wire.md §1, §2)."""
+
+from __future__ import annotations
+
+import re
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+USERNAME_PATTERN = re.compile(r"^[\w.@+-]{1,150}$", re.ASCII)
+AUTHORITY = "authority"
+
+ROLES = ("admin", "mission_owner", "coordinator", "worker", "reviewer", "observer")
+
+
+def is_id(value: object) -> bool:
+    """A client-chosen id: 1..128 characters of ``[A-Za-z0-9._:-]``."""
+    return isinstance(value, str) and ID_PATTERN.match(value) is not None
+
+
+def parse_principal(value: object) -> tuple[str, str]:
+    """Split ``agent:<id>`` or ``user:<username>`` into (kind, name); ``ValueError`` otherwise."""
+    if not isinstance(value, str):
+        raise ValueError("a principal is a string")
+    kind, sep, name = value.partition(":")
+    if sep and kind == "agent" and is_id(name):
+        return kind, name
+    if sep and kind == "user" and USERNAME_PATTERN.match(name):
+        return kind, name
+    raise ValueError("a principal is agent:<agent_id> or user:<username>")
+
+
+def is_principal(value: object) -> bool:
+    try:
+        parse_principal(value)
+    except ValueError:
+        return False
+    return True
+
+
+def agent_principal(agent_id: str) -> str:
+    return f"agent:{agent_id}"
+
+
+def user_principal(username: str) -> str:
+    return f"user:{username}"

@@ -1,0 +1,118 @@
+"""Memberships: who holds which roles in a group, and the membership epoch (wire.md §2).
+
+Membership changes are admin commands (``membership.grant``, ``membership.revoke``) that
+append ``membership.granted`` / ``membership.changed`` / ``membership.revoked``. The epoch is
+per (group, principal): 1 when first granted, +1 on every change, and it survives a revoke so
+that a later grant continues from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .errors import ErrorCode, ProtocolError
+from .facts import Command, Decision, Fact, NewEvent, StateKey, View
+from .identifiers import ROLES
+from .validation import check_fields, check_principal, malformed
+
+GRANT = "membership.grant"
+REVOKE = "membership.revoke"
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    principal: str
+    roles: tuple[str, ...]
+    epoch: int
+    active: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "principal": self.principal,
+            "roles": list(self.roles),
+            "epoch": self.epoch,
+            "active": self.active,
+        }
+
+
+def membership_key(principal: str) -> StateKey:
+    return ("membership", principal)
+
+
+def check_roles(value: object, path: str = "$.roles") -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise malformed("roles is a non-empty list", path, "wire§2")
+    for index, role in enumerate(value):
+        if role not in ROLES:
+            raise malformed(
+                f"unknown role, expected one of {list(ROLES)}", f"{path}[{index}]", "wire§2"
+            )
+    if len(set(value)) != len(value):
+        raise malformed("roles are listed once each", path, "wire§2")
+    return tuple(sorted(value))
+
+
+def validate_grant(body: dict[str, Any]) -> None:
+    check_fields(body, required=("principal", "roles"))
+    check_principal(body["principal"], "$.principal")
+    check_roles(body["roles"])
+
+
+def validate_revoke(body: dict[str, Any]) -> None:
+    check_fields(body, required=("principal",))
+    check_principal(body["principal"], "$.principal")
+
+
+def keys_of_principal(body: dict[str, Any]) -> set[StateKey]:
+    return {membership_key(body["principal"])}
+
+
+def decide_grant(view: View, command: Command) -> Decision:
+    principal = command.body["principal"]
+    roles = check_roles(command.body["roles"])
+    current: Membership | None = view.get(membership_key(principal))
+    epoch = (current.epoch if current else 0) + 1
+    payload = {"principal": principal, "roles": list(roles), "epoch": epoch}
+    result = {"principal": principal, "roles": list(roles), "epoch": epoch}
+    if current is not None and current.active:
+        return Decision([NewEvent("membership.changed", payload)], result, status=200)
+    return Decision([NewEvent("membership.granted", payload)], result, status=201)
+
+
+def decide_revoke(view: View, command: Command) -> Decision:
+    principal = command.body["principal"]
+    current: Membership | None = view.get(membership_key(principal))
+    if current is None or not current.active:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"{principal} is not a member of {command.group}",
+            requirement="wire§4",
+            details={"principal": principal},
+        )
+    epoch = current.epoch + 1
+    return Decision(
+        [NewEvent("membership.revoked", {"principal": principal, "epoch": epoch})],
+        {"principal": principal, "epoch": epoch},
+        status=200,
+    )
+
+
+def evolve_membership(current: Membership | None, fact: Fact) -> Membership:
+    payload = fact.payload
+    if fact.type in ("membership.granted", "membership.changed"):
+        return Membership(
+            principal=payload["principal"],
+            roles=tuple(payload["roles"]),
+            epoch=payload["epoch"],
+            active=True,
+        )
+    assert current is not None, "membership.revoked for an unknown member"
+    return replace(current, epoch=payload["epoch"], active=False)
+
+
+EVENT_ROUTES = {
+    "membership.granted": lambda payload: [membership_key(payload["principal"])],
+    "membership.changed": lambda payload: [membership_key(payload["principal"])],
+    "membership.revoked": lambda payload: [membership_key(payload["principal"])],
+}

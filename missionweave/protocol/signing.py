@@ -1,0 +1,82 @@
+"""Ed25519 keys and signatures in their wire.md §1 encodings (base64url, no padding)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+PUBLIC_KEY_BYTES = 32
+SIGNATURE_BYTES = 64
+
+
+def b64url_encode(raw: bytes) -> str:
+    """base64url without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: str) -> bytes:
+    """Decode base64url without padding; ``ValueError`` for anything else (padding included)."""
+    if not isinstance(text, str) or "=" in text:
+        raise ValueError("expected base64url without padding")
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("invalid base64url") from exc
+    if b64url_encode(raw) != text:  # reject non-canonical trailing bits
+        raise ValueError("non-canonical base64url")
+    return raw
+
+
+def parse_public_key(text: str) -> Ed25519PublicKey:
+    """A public key from its wire form; ``ValueError`` when it is not 32 base64url bytes."""
+    raw = b64url_decode(text)
+    if len(raw) != PUBLIC_KEY_BYTES:
+        raise ValueError("an Ed25519 public key is 32 bytes")
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def public_key_text(key: Ed25519PublicKey) -> str:
+    """The wire form of a public key."""
+    return b64url_encode(
+        key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
+
+
+def private_key_from_seed(seed: bytes) -> Ed25519PrivateKey:
+    """An Ed25519 private key from its 32-byte seed."""
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def private_key_seed(key: Ed25519PrivateKey) -> bytes:
+    """The 32-byte seed of a private key (for storing it)."""
+    return key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+
+
+def generate_private_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def sign(key: Ed25519PrivateKey, message: bytes) -> str:
+    """The wire form of the signature of ``message``."""
+    return b64url_encode(key.sign(message))
+
+
+def verify(public_key: Ed25519PublicKey, message: bytes, signature: str) -> bool:
+    """True when ``signature`` (wire form) is ``public_key``'s over ``message``."""
+    try:
+        raw = b64url_decode(signature)
+    except ValueError:
+        return False
+    if len(raw) != SIGNATURE_BYTES:
+        return False
+    try:
+        public_key.verify(raw, message)
+    except InvalidSignature:
+        return False
+    return True

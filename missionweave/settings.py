@@ -1,0 +1,207 @@
+"""Settings, all from the environment.
+
+With nothing set the project runs on an embedded default: SQLite under ``var/``, the
+in-memory channel layer and a Celery broker that needs no server. Production and CI set
+``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("MWP_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _flag(name: str, default: bool) -> bool:
+    return os.environ.get(name, "1" if default else "0").strip().lower() in {
+        "1",
+        "true",
+        "yes",
+        "on",
+    }
+
+
+def _list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DEBUG = _flag("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and _flag("MWP_REQUIRE_SECRET_KEY", False):
+        raise RuntimeError("SECRET_KEY must be set in production")
+    SECRET_KEY = "django-insecure-missionweave-embedded-default-not-for-production"  # noqa: S105
+ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "apps.registry",
+    "apps.ledger",
+    "apps.work",
+    "apps.api",
+    "apps.stream",
+    "apps.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.api.middleware.ApiErrorMiddleware",
+]
+
+ROOT_URLCONF = "missionweave.urls"
+# wire.md §1: a trailing slash is 404, never a redirect.
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "missionweave.wsgi.application"
+ASGI_APPLICATION = "missionweave.asgi.application"
+
+
+def _database() -> dict:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        # Embedded default: SQLite in WAL mode with IMMEDIATE transactions, so the web
+        # server, a Celery worker and beat can share the file (TOOLCHAIN.md gotcha 6).
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "missionweave.sqlite3",
+            "OPTIONS": {
+                "init_command": "PRAGMA journal_mode=WAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+            "TEST": {"NAME": VAR_DIR / "test-missionweave.sqlite3"},
+        }
+    config = dj_database_url.parse(url, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")))
+    if os.environ.get("MWP_TEST_DB_NAME"):
+        # A server process started by the tests points at the test database (TOOLCHAIN.md 5).
+        config["NAME"] = os.environ["MWP_TEST_DB_NAME"]
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    # The pub/sub layer: the default RedisChannelLayer silently drops messages under load
+    # (TOOLCHAIN.md). Broadcasts are hints anyway: the stream reads the log by sequence.
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": os.environ.get("MWP_CHANNEL_PREFIX", "mwp"),
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:groups"
+LOGOUT_REDIRECT_URL = "dashboard:login"
+
+# Request bodies are read and size-checked by the API itself (wire.md §1 limits).
+DATA_UPLOAD_MAX_MEMORY_SIZE = None
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_PARSER_CLASSES": ["apps.api.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "apps.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MissionWeave Group Authority API",
+    "DESCRIPTION": "The MWP wire contract (wire.md) as built. Errors follow wire.md §8.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- MissionWeave ------------------------------------------------------------------------
+MWP_AUTHORITY_ID = os.environ.get("MWP_AUTHORITY_ID", "mwp-authority")
+# base64url seed of the authority's Ed25519 key; unset: a key file under var/ (created once).
+MWP_AUTHORITY_KEY = os.environ.get("MWP_AUTHORITY_KEY", "")
+MWP_AUTHORITY_KEY_FILE = VAR_DIR / "authority.key"
+MWP_CLOCK_SKEW_S = 300
+MWP_SESSION_TTL_S = int(os.environ.get("MWP_SESSION_TTL_S", str(24 * 3600)))
+MWP_MAX_COMMAND_BYTES = 1024 * 1024
+MWP_MAX_BATCH_BYTES = 8 * 1024 * 1024
+MWP_MAX_BATCH_COMMANDS = 500
+# How often a stream consumer reads the head when no broadcast arrives (broadcasts are hints).
+MWP_STREAM_POLL_S = float(os.environ.get("MWP_STREAM_POLL_S", "0.5"))
+# Browser websockets must come from these origins (wire.md §7).
+MWP_STREAM_ALLOWED_ORIGINS = _list("MWP_STREAM_ALLOWED_ORIGINS", ",".join(CSRF_TRUSTED_ORIGINS))
+
+if not DEBUG:
+    SESSION_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
+    CSRF_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
+    SECURE_SSL_REDIRECT = _flag("MWP_SSL_REDIRECT", False)
+    SECURE_HSTS_SECONDS = int(os.environ.get("MWP_HSTS_SECONDS", "0"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+    SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

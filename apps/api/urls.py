@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from django.urls import path
-from drf_spectacular.views import SpectacularJSONAPIView
+from django.urls import path, register_converter
 
+from .converters import PrincipalConverter, WireIdConverter
 from .views import admin, groups, public
+
+register_converter(WireIdConverter, "wid")
+register_converter(PrincipalConverter, "principal")
 
 urlpatterns = [
     path("authority", public.AuthorityApi.as_view(), name="authority"),
@@ -14,26 +17,22 @@ urlpatterns = [
     path("organizations", admin.OrganizationCreateApi.as_view(), name="organizations"),
     path("agents", admin.AgentCreateApi.as_view(), name="agents"),
     path("groups", admin.GroupCreateApi.as_view(), name="groups"),
-    path("groups/<str:group>/commands", groups.CommandSubmitApi.as_view(), name="commands"),
+    path("groups/<wid:group>/commands", groups.CommandSubmitApi.as_view(), name="commands"),
     path(
-        "groups/<str:group>/commands:batch", groups.CommandBatchApi.as_view(), name="commands-batch"
+        "groups/<wid:group>/commands:batch", groups.CommandBatchApi.as_view(), name="commands-batch"
     ),
-    path("groups/<str:group>/events", groups.EventListApi.as_view(), name="events"),
-    path("groups/<str:group>/head", groups.HeadApi.as_view(), name="head"),
+    path("groups/<wid:group>/events", groups.EventListApi.as_view(), name="events"),
+    path("groups/<wid:group>/head", groups.HeadApi.as_view(), name="head"),
     path(
-        "groups/<str:group>/missions/<str:mission>",
+        "groups/<wid:group>/missions/<wid:mission>",
         groups.MissionDetailApi.as_view(),
         name="mission",
     ),
-    path("groups/<str:group>/memberships", admin.MembershipGrantApi.as_view(), name="memberships"),
+    path("groups/<wid:group>/memberships", admin.MembershipGrantApi.as_view(), name="memberships"),
     path(
-        "groups/<str:group>/memberships/<str:principal>",
+        "groups/<wid:group>/memberships/<principal:principal>",
         admin.MembershipRevokeApi.as_view(),
         name="membership",
     ),
-    path(
-        "schema",
-        SpectacularJSONAPIView.as_view(authentication_classes=[]),
-        name="schema",
-    ),
+    path("schema", public.SchemaApi.as_view(), name="schema"),
 ]

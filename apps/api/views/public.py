@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -65,3 +67,13 @@ class SessionCurrentApi(APIView):
                 "memberships": services.memberships_of(caller.principal),
             }
         )
+
+
+class SchemaApi(SpectacularJSONAPIView):
+    """``GET /schema``: listed in the document it serves, as wire.md §4 asks of every endpoint."""
+
+    authentication_classes = ()
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="This OpenAPI 3 document (JSON)")
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)

@@ -42,8 +42,11 @@ class Command(BaseCommand):
             raise CommandError(f"{failures} group(s) differ from their log")
 
     def _one(self, group_id: str, *, verify: bool) -> int:
+        # Inside a caller's transaction (a task, a test) the isolation level is already
+        # fixed, so verify takes the head lock instead of its own snapshot.
+        own_transaction = not connection.in_atomic_block
         with transaction.atomic():
-            if verify and connection.vendor == "postgresql":
+            if verify and connection.vendor == "postgresql" and own_transaction:
                 # A consistent snapshot without stopping writers.
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")

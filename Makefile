@@ -1,0 +1,69 @@
+# The two commands: `make demo` (serve a live demo on http://127.0.0.1:8000, nothing else
+# needed) and `make test` (the whole suite on PostgreSQL and Redis, plus lint and checks).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+
+# `make test` and `make bench` run on PostgreSQL and Redis unless the environment says otherwise.
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/missionweave
+REDIS_URL ?= redis://127.0.0.1:6379/0
+SERVER_ENV := DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL)
+# Two workers, one test file per worker at a time (module fixtures stay on one worker).
+PYTEST_ARGS ?= -n 2 --dist loadfile --timeout 300
+
+.PHONY: help demo test check lint format bench bootstrap services chromium clean distclean
+
+help:
+	@echo "make demo   seed live demo data and serve it on http://127.0.0.1:8000 (SQLite, no servers)"
+	@echo "make test   lint, migration and schema checks, the whole suite on PostgreSQL + Redis"
+	@echo "make lint   ruff check and ruff format --check"
+	@echo "make format ruff format and ruff check --fix"
+	@echo "make check  makemigrations --check and the OpenAPI schema validation"
+	@echo "make bench  the benchmarks (PostgreSQL + Redis); see docs/benchmarks.md"
+	@echo "make clean  remove var/ (demo database, keys) and caches; distclean also .venv/"
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+services:
+	@scripts/services.sh
+
+chromium:
+	@scripts/chromium.sh
+
+# The embedded default: whatever DATABASE_URL / REDIS_URL the environment has, none needed.
+demo: bootstrap
+	$(PY) manage.py migrate --no-input -v 0
+	$(PY) manage.py demo
+
+lint: bootstrap
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: bootstrap
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# Model/migration drift and the OpenAPI document; neither needs a database server.
+check: bootstrap
+	env -u DATABASE_URL -u REDIS_URL MWP_VAR_DIR=var/checks \
+		$(PY) manage.py makemigrations --check --dry-run
+	env -u DATABASE_URL -u REDIS_URL MWP_VAR_DIR=var/checks \
+		$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
+
+test: bootstrap services chromium lint check
+	$(SERVER_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: bootstrap services
+	$(SERVER_ENV) $(PY) -m benchmarks.run
+
+clean:
+	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/ test-results/ build/ *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,239 @@
+"""Demo data for ``manage.py demo``: one group with a human admin, a coordinator agent and
+workers, open sessions and a few missions — all through the real services and the one write
+path, so the demo exercises exactly what production does.
+
+Seeding is idempotent: identities are created once, memberships are granted only when they
+differ, and the seed missions use fixed command ids, so a second run is answered from the
+idempotency records and appends nothing. Only the agents' sessions are opened afresh (a new
+session epoch each run), because the live producer needs a session that is current now.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from apps.ledger.write_path import Caller, Outcome, submit_command
+from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.envelope import signed_envelope
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.missions import CREATE as MISSION_CREATE
+from missionweave.protocol.signing import (
+    b64url_decode,
+    b64url_encode,
+    generate_private_key,
+    private_key_from_seed,
+    private_key_seed,
+    public_key_text,
+    sign,
+)
+from missionweave.protocol.timefmt import format_timestamp
+
+from . import services
+from .models import ApiToken, new_token, token_digest
+
+ORGANIZATION = "org-demo"
+GROUP = "g-demo"
+ADMIN_USERNAME = "admin"
+COORDINATOR = "demo-coordinator"
+WORKERS = ("demo-worker-1", "demo-worker-2")
+DEMO_TOKEN_LABEL = "demo"  # noqa: S105 - a label, not a secret
+
+SEED_MISSIONS = (
+    ("demo-m-incidents", "Summarise the incident reports of November"),
+    ("demo-m-onboarding", "Translate the onboarding guide into French and German"),
+    ("demo-m-pricing", "Compare the pricing pages of our three main competitors"),
+)
+LIVE_GOALS = (
+    "Triage the new support tickets",
+    "Draft release notes for the next version",
+    "Check the nightly benchmark results for regressions",
+    "Summarise this week's customer interviews",
+    "Review the open pull requests for security issues",
+    "Collect the citations for the research memo",
+    "Plan the data migration of the archive",
+)
+
+
+@dataclass
+class DemoAgent:
+    """A demo agent: its key (kept in a file so later runs can sign) and current session."""
+
+    id: str
+    key: Ed25519PrivateKey
+    session_epoch: int = 0
+    token: str = ""
+
+    @property
+    def principal(self) -> str:
+        return f"agent:{self.id}"
+
+
+@dataclass
+class DemoWorld:
+    group: str
+    admin_username: str
+    password: str
+    api_token: str
+    coordinator: DemoAgent
+    workers: list[DemoAgent]
+
+
+def _agent_card(agent_id: str, capability: str) -> dict[str, Any]:
+    return {
+        "name": agent_id,
+        "version": "1",
+        "capabilities": [{"id": capability, "version": "1"}],
+        "max_concurrency": 2,
+    }
+
+
+def demo_key(keys_dir: Path, agent_id: str) -> Ed25519PrivateKey:
+    """The agent's private key, created once and kept (0600) so every run signs with it."""
+    path = keys_dir / f"{agent_id}.key"
+    if path.exists():
+        return private_key_from_seed(b64url_decode(path.read_text().strip()))
+    keys_dir.mkdir(parents=True, exist_ok=True)
+    key = generate_private_key()
+    path.touch(mode=0o600)
+    path.write_text(b64url_encode(private_key_seed(key)) + "\n")
+    return key
+
+
+def _register(agent_id: str, keys_dir: Path, capability: str) -> DemoAgent:
+    key = demo_key(keys_dir, agent_id)
+    services.agent_register(
+        body={
+            "id": agent_id,
+            "organization": ORGANIZATION,
+            "public_key": public_key_text(key.public_key()),
+            "agent_card": _agent_card(agent_id, capability),
+        }
+    )
+    return DemoAgent(agent_id, key)
+
+
+def _admin_user(password: str) -> Caller:
+    user, _ = get_user_model().objects.get_or_create(username=ADMIN_USERNAME)
+    user.is_staff = True
+    user.is_superuser = True
+    user.is_active = True
+    user.set_password(password)
+    user.save()
+    return Caller(principal=f"user:{ADMIN_USERNAME}", kind="user", is_staff=True)
+
+
+def _admin_token() -> str:
+    """A fresh API token for the banner; earlier demo tokens stop working."""
+    user = get_user_model().objects.get(username=ADMIN_USERNAME)
+    token = new_token(services.API_TOKEN_PREFIX)
+    with transaction.atomic():
+        ApiToken.objects.filter(user=user, label=DEMO_TOKEN_LABEL).delete()
+        ApiToken.objects.create(user=user, token_hash=token_digest(token), label=DEMO_TOKEN_LABEL)
+    return token
+
+
+def _ensure_member(admin: Caller, principal: str, roles: list[str]) -> None:
+    """Grant only when missing or different: a grant to a member bumps its epoch (wire.md §2)."""
+    current = services.membership_of(GROUP, principal)
+    if current is not None and sorted(current.roles) == sorted(roles):
+        return
+    services.membership_grant(
+        group_id=GROUP, admin=admin, body={"principal": principal, "roles": roles}
+    )
+
+
+def open_session(agent: DemoAgent) -> None:
+    """``POST /sessions`` as a client would: a signed body with a fresh nonce (wire.md §5)."""
+    body = {
+        "agent": agent.id,
+        "issued_at": format_timestamp(timezone.now()),
+        "nonce": secrets.token_urlsafe(18),
+    }
+    opened = services.session_open(
+        body={**body, "signature": sign(agent.key, canonical_bytes(body))}
+    )
+    agent.session_epoch = opened.session.epoch
+    agent.token = opened.token
+
+
+def create_mission(agent: DemoAgent, *, command_id: str, mission_id: str, goal: str) -> Outcome:
+    """A signed ``mission.create`` from ``agent`` through the write path.
+
+    The caller comes from the agent's session token, as for an API request, so a session
+    replaced since (another ``demo`` run) is ``STALE_SESSION`` here too.
+    """
+    caller = services.authenticate_bearer(agent.token).caller
+    membership = services.membership_of(GROUP, agent.principal)
+    document = signed_envelope(
+        agent.key,
+        {
+            "id": command_id,
+            "type": MISSION_CREATE,
+            "group": GROUP,
+            "actor": agent.principal,
+            "session_epoch": agent.session_epoch,
+            "membership_epoch": membership.epoch if membership else 0,
+            "issued_at": format_timestamp(timezone.now()),
+            "body": {
+                "mission": mission_id,
+                "goal": goal,
+                "budgets": {"money": 5.0, "tokens": 200000, "tool_calls": 50},
+            },
+        },
+    )
+    return submit_command(group_id=GROUP, document=document, caller=caller)
+
+
+def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
+    """Create (or find) the demo world and open fresh sessions for its agents."""
+    admin = _admin_user(password)
+    services.organization_create(body={"id": ORGANIZATION, "name": "Demo Organisation"})
+    services.group_create(body={"id": GROUP, "organization": ORGANIZATION, "name": "Demo group"})
+    coordinator = _register(COORDINATOR, keys_dir, "mission.plan")
+    workers = [_register(worker, keys_dir, "text.summarise") for worker in WORKERS]
+
+    _ensure_member(admin, admin.principal, ["admin", "mission_owner"])
+    _ensure_member(admin, coordinator.principal, ["coordinator"])
+    for worker in workers:
+        _ensure_member(admin, worker.principal, ["worker"])
+
+    for agent in (coordinator, *workers):
+        open_session(agent)
+    for mission_id, goal in SEED_MISSIONS:
+        create_mission(
+            coordinator, command_id=f"seed-{mission_id}", mission_id=mission_id, goal=goal
+        )
+    return DemoWorld(GROUP, ADMIN_USERNAME, password, _admin_token(), coordinator, workers)
+
+
+def live_goals() -> Iterator[str]:
+    """Varied goals for the live producer: the list again and again, numbered."""
+    for round_, goal in enumerate(itertools.cycle(LIVE_GOALS)):
+        yield f"{goal} (#{round_ + 1})"
+
+
+def create_live_mission(world: DemoWorld, goal: str) -> Outcome:
+    """One more mission from the coordinator; reopens its session if another run replaced it."""
+    unique = uuid.uuid4().hex[:12]
+    try:
+        return create_mission(
+            world.coordinator, command_id=f"live-{unique}", mission_id=f"m-{unique}", goal=goal
+        )
+    except ProtocolError as refusal:
+        if refusal.code != ErrorCode.STALE_SESSION:
+            raise
+    open_session(world.coordinator)
+    return create_mission(
+        world.coordinator, command_id=f"live-{unique}", mission_id=f"m-{unique}", goal=goal
+    )

@@ -1,0 +1,191 @@
+"""``manage.py demo [--no-serve] [--port P] [--interval S]``: seed live demo data and serve it.
+
+Seeds the demo world (:mod:`apps.registry.demo`, idempotent), then serves the API, the
+websocket stream and the dashboard with daphne on 127.0.0.1 and, while it runs, submits a
+signed ``mission.create`` from the coordinator agent every few seconds, so open pages have
+something to show.
+
+daphne runs as a child process and this process keeps writing. On the embedded default the
+in-memory channel layer cannot carry this process's hints to daphne's consumers; they notice
+the new events by polling the head (``MWP_STREAM_POLL_S``), as the README explains.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, close_old_connections
+
+from apps.registry.demo import DemoWorld, create_live_mission, demo_seed, live_goals
+from missionweave.protocol.errors import ProtocolError
+
+HOST = "127.0.0.1"
+STARTUP_TIMEOUT_S = 30
+STOP_TIMEOUT_S = 10
+
+
+class Command(BaseCommand):
+    help = "Seed demo data (idempotent), then serve it on 127.0.0.1 while adding live missions."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--no-serve", action="store_true", help="seed only, then exit")
+        parser.add_argument("--port", type=int, default=8000, help="port to serve on (8000)")
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=5.0,
+            help="seconds between live missions (5; 0 turns the live missions off)",
+        )
+        parser.add_argument(
+            "--keys-dir",
+            type=Path,
+            default=None,
+            help="where the demo agents' private keys are kept (var/demo-keys)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        keys_dir = options["keys_dir"] or Path(settings.VAR_DIR) / "demo-keys"
+        password = os.environ.get("MWP_DEMO_PASSWORD", "missionweave-demo")
+        world = demo_seed(keys_dir=keys_dir, password=password)
+        if options["no_serve"]:
+            self.stdout.write(self.style.SUCCESS(f"Demo data ready in group {world.group}."))
+            self._credentials(world, f"http://{HOST}:{options['port']}")
+            return
+        self._serve(world, port=options["port"], interval=options["interval"])
+
+    # --- serving ---------------------------------------------------------------------------
+
+    def _serve(self, world: DemoWorld, *, port: int, interval: float) -> None:
+        if _listening(port):
+            raise CommandError(f"port {port} is already in use (is a demo already running?)")
+        stopping = _stop_on_sigterm()
+        daphne = subprocess.Popen(  # noqa: S603 - fixed arguments, our own interpreter
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "--bind",
+                HOST,
+                "--port",
+                str(port),
+                "apps.registry.demo_asgi:application",
+            ],
+            cwd=settings.BASE_DIR,
+            env=_server_env(port),
+        )
+        interrupted = False
+        try:
+            self._wait_until_up(daphne, port)
+            self._banner(world, f"http://{HOST}:{port}", interval)
+            self._produce(world, daphne, interval, stopping)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            exited_by_itself = daphne.poll()
+            _stop(daphne)
+        if exited_by_itself is not None and not (interrupted or stopping):
+            raise CommandError(f"daphne exited with status {exited_by_itself}")
+        self.stdout.write("Demo stopped.")
+
+    def _wait_until_up(self, daphne: subprocess.Popen, port: int) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _listening(port):
+            if daphne.poll() is not None:
+                raise CommandError(f"daphne exited with status {daphne.returncode} at start")
+            if time.monotonic() > deadline:
+                raise CommandError(f"daphne did not listen on {HOST}:{port} within 30 s")
+            time.sleep(0.1)
+
+    def _produce(
+        self, world: DemoWorld, daphne: subprocess.Popen, interval: float, stopping: list[int]
+    ) -> None:
+        """Submit a mission every ``interval`` seconds until stopped or daphne exits."""
+        goals = live_goals()
+        next_at = time.monotonic() + interval
+        while daphne.poll() is None and not stopping:
+            time.sleep(0.2)
+            if interval <= 0 or time.monotonic() < next_at:
+                continue
+            next_at = time.monotonic() + interval
+            close_old_connections()
+            try:
+                outcome = create_live_mission(world, next(goals))
+            except (ProtocolError, DatabaseError) as problem:
+                # A refused or locked write is reported and the next tick tries again.
+                self.stderr.write(f"live mission not created: {problem}")
+                continue
+            finally:
+                close_old_connections()
+            event = outcome.body["events"][0]
+            self.stdout.write(
+                f"  live: {event['type']} {outcome.body['result']['mission']} "
+                f"at sequence {event['sequence']}"
+            )
+            self.stdout.flush()  # show it now, also when the output is a pipe or a file
+
+    # --- output ----------------------------------------------------------------------------
+
+    def _banner(self, world: DemoWorld, url: str, interval: float) -> None:
+        line = "=" * 66
+        self.stdout.write(self.style.SUCCESS(line))
+        self.stdout.write(self.style.SUCCESS("  MissionWeave demo is running"))
+        self.stdout.write(self.style.SUCCESS(line))
+        self._credentials(world, url)
+        if interval > 0:
+            self.stdout.write(
+                f"  A new mission arrives in {world.group} every {interval:g} s "
+                f"(from agent:{world.coordinator.id})."
+            )
+        self.stdout.write("  Press Ctrl-C to stop.")
+        self.stdout.write(self.style.SUCCESS(line))
+        self.stdout.flush()
+
+    def _credentials(self, world: DemoWorld, url: str) -> None:
+        self.stdout.write(f"  Dashboard:  {url}")
+        self.stdout.write(f"  Username:   {world.admin_username}")
+        self.stdout.write(f"  Password:   {world.password}")
+        self.stdout.write(f"  API token:  {world.api_token}")
+        self.stdout.write(
+            f"  Try:        curl -H 'Authorization: Bearer {world.api_token}' "
+            f"{url}/api/v1/groups/{world.group}/events"
+        )
+
+
+def _server_env(port: int) -> dict[str, str]:
+    """The environment for daphne: the chosen port's origins are trusted (dashboard forms,
+    browser websockets) unless the environment already says which origins to trust."""
+    env = dict(os.environ)
+    env.setdefault("CSRF_TRUSTED_ORIGINS", f"http://{HOST}:{port},http://localhost:{port}")
+    return env
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def _stop_on_sigterm() -> list[int]:
+    """A list that gets the signal number when SIGTERM arrives (checked by the loop)."""
+    received: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
+    return received
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

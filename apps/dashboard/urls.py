@@ -1,2 +1,22 @@
+"""Dashboard routes. Unlike ``/api/``, pages keep Django's trailing slashes."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
 app_name = "dashboard"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.group_list, name="groups"),
+    path("groups/<str:group>/", views.group_detail, name="group"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="dashboard/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

@@ -1,0 +1,68 @@
+"""Dashboard pages: the groups a person belongs to and a group's verified, live timeline.
+
+Thin function views: reads come from ``selectors``, checking the chain from ``timeline``.
+A group the person is not an active member of is 404 whether or not it exists: like
+``GET /artifacts`` (wire.md §4), a page never reveals what a person may not see.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+
+from . import selectors
+
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+@login_required
+def group_list(request: HttpRequest) -> HttpResponse:
+    principal = selectors.user_principal(request.user.get_username())
+    return render(
+        request,
+        "dashboard/group-list.html",
+        {"principal": principal, "groups": selectors.member_groups(principal)},
+    )
+
+
+def _before(raw: str | None) -> int | None:
+    """``?before=N`` (a positive integer), or ``None`` for the newest page."""
+    if raw is None or raw == "":
+        return None
+    if not _DIGITS.fullmatch(raw) or int(raw) < 1:
+        raise ValueError("before is a positive integer")
+    return int(raw)
+
+
+@login_required
+def group_detail(request: HttpRequest, group: str) -> HttpResponse:
+    principal = selectors.user_principal(request.user.get_username())
+    membership = selectors.member_group(group, principal)
+    if membership is None:
+        raise Http404("no such group")
+    try:
+        before = _before(request.GET.get("before"))
+    except ValueError:
+        return HttpResponseBadRequest("before is a positive integer")
+    page = selectors.timeline_page(group, before=before)
+    return render(
+        request,
+        "dashboard/group-detail.html",
+        {
+            "group": membership.group,
+            "membership": membership,
+            "page": page,
+            "stream": {
+                "group": group,
+                "live": page.is_newest,
+                "head_sequence": page.head_sequence,
+                "anchor_sequence": page.checked.anchor_sequence,
+                "anchor_hash": page.checked.anchor_hash,
+                "documents": page.documents_oldest_first,
+            },
+            "missions": selectors.group_missions(group),
+        },
+    )

@@ -1,0 +1,42 @@
+"""Dashboard personas: maria, a member with a password, and nina, who belongs to no group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from tests.factories import HumanPersona, World, grant, human
+
+PASSWORD = "correct horse battery staple"
+
+
+@dataclass
+class Dashboard:
+    world: World
+    maria: HumanPersona  # observer of the world's group
+    nina: HumanPersona  # no membership anywhere
+
+
+def with_password(persona: HumanPersona) -> HumanPersona:
+    user = get_user_model().objects.get(username=persona.username)
+    user.set_password(PASSWORD)
+    user.save(update_fields=["password"])
+    return persona
+
+
+@pytest.fixture
+def dash(world: World, settings: object) -> Dashboard:
+    # A deliberately weak hasher: the default one costs about half a second per password.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    maria = with_password(human("maria"))
+    grant(world.alice, world.group, maria, "observer")
+    return Dashboard(world, maria, with_password(human("nina")))
+
+
+def logged_in(persona: HumanPersona) -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=persona.username))
+    return client

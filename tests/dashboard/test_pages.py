@@ -1,0 +1,233 @@
+"""The dashboard pages through Django's test client: login, the group list, a group's
+timeline with paging by sequence, and 404 for anyone who is not a member.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.test import Client
+
+from apps.ledger.write_path import submit_batch, submit_command
+from apps.registry import services
+from tests.dashboard.conftest import PASSWORD, Dashboard, logged_in
+from tests.factories import World, grant, group, mission_body
+
+pytestmark = pytest.mark.django_db
+
+
+def create_missions(world: World, count: int) -> list[str]:
+    """``count`` accepted ``mission.create`` commands from the coordinator w1, one batch."""
+    bodies = [mission_body() for _ in range(count)]
+    outcomes = submit_batch(
+        group_id=world.group,
+        documents=[world.w1.command(world.group, "mission.create", body) for body in bodies],
+        caller=world.w1.caller,
+    )
+    assert all(outcome.status == 201 for outcome in outcomes)  # type: ignore[union-attr]
+    return [body["mission"] for body in bodies]
+
+
+def without_csrf(content: bytes) -> bytes:
+    """A page without its CSRF token, which is masked differently on every response."""
+    return re.sub(rb'name="csrfmiddlewaretoken" value="[^"]+"', b"", content)
+
+
+def sequences_shown(html: str) -> list[int]:
+    return [
+        int(value) for value in re.findall(r'<li class="event[^"]*"\s+data-sequence="(\d+)"', html)
+    ]
+
+
+def test_pages_redirect_anonymous_visitors_to_the_login_page(db: None) -> None:
+    """wire§2: people act as ``user:<name>`` only once authenticated; pages need a login."""
+    client = Client()
+    for path in ("/", "/groups/g-research/"):
+        response = client.get(path)
+        assert response.status_code == 302
+        assert response["Location"] == f"/login/?next={path}"
+
+
+def test_login_with_a_password_leads_to_the_group_list(dash: Dashboard) -> None:
+    """wire§2: a human logs in with Django auth and then sees the groups of ``user:<name>``."""
+    client = Client()
+    page = client.get("/login/")
+    assert page.status_code == 200
+    assert b'name="password"' in page.content
+    response = client.post("/login/", {"username": "maria", "password": PASSWORD})
+    assert response.status_code == 302
+    assert response["Location"] == "/"
+    assert b"g-research" in client.get("/").content
+
+
+def test_a_wrong_password_stays_on_the_login_page(dash: Dashboard) -> None:
+    """wire§2: no session without the right password."""
+    response = Client().post("/login/", {"username": "maria", "password": "nope"})
+    assert response.status_code == 200
+    assert b'role="alert"' in response.content
+
+
+def test_logout_is_a_post_and_ends_the_session(dash: Dashboard) -> None:
+    """wire§2: after logging out, pages need a login again."""
+    client = logged_in(dash.maria)
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_group_list_shows_only_groups_with_an_active_membership(dash: Dashboard) -> None:
+    """wire§2, wire§4 memberships: a member sees the group with its head sequence; a group
+    where the user was never granted, or was revoked, is not listed."""
+    world = dash.world
+    group("g-secret", world.org)
+    group("g-former", world.org)
+    grant(world.alice, "g-former", dash.maria, "observer")
+    services.membership_revoke(
+        group_id="g-former", admin=world.alice.caller, principal=dash.maria.principal
+    )
+    html = logged_in(dash.maria).get("/").content.decode()
+    assert 'data-group="g-research"' in html
+    assert "g-secret" not in html
+    assert "g-former" not in html
+    # build_world granted 3 memberships, the fixture one more: the head is at 4
+    assert "head <strong>#4</strong>" in html
+    assert '<span class="role">observer</span>' in html
+
+
+def test_a_user_in_no_group_is_told_so(dash: Dashboard) -> None:
+    """wire§2: nina (no membership) sees an empty list that names her principal."""
+    html = logged_in(dash.nina).get("/").content.decode()
+    assert "not a member of any group" in html
+    assert "user:nina" in html
+    assert "g-research" not in html
+
+
+@pytest.mark.parametrize("path", ["/groups/g-research/", "/groups/g-research/?before=2"])
+def test_a_non_member_gets_404_exactly_like_for_a_group_that_does_not_exist(
+    dash: Dashboard, path: str
+) -> None:
+    """wire§4: existence is not revealed to non-members (the rule ``GET /artifacts`` states)."""
+    client = logged_in(dash.nina)
+    existing = client.get(path)
+    missing = client.get("/groups/g-nowhere/")
+    assert existing.status_code == missing.status_code == 404
+    assert without_csrf(existing.content) == without_csrf(missing.content)
+
+
+def test_a_revoked_member_gets_404(dash: Dashboard) -> None:
+    """wire§4 memberships: after ``membership.revoked`` the group's page is gone for them."""
+    services.membership_revoke(
+        group_id=dash.world.group, admin=dash.world.alice.caller, principal=dash.maria.principal
+    )
+    assert logged_in(dash.maria).get("/groups/g-research/").status_code == 404
+
+
+def test_group_page_shows_the_log_newest_first_verified_with_missions(dash: Dashboard) -> None:
+    """wire§6: every event with its type, actor, command id and payload, newest first, each
+    re-hashed and linked; the group's missions with their state."""
+    missions = create_missions(dash.world, 2)
+    response = logged_in(dash.maria).get("/groups/g-research/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert sequences_shown(html) == [6, 5, 4, 3, 2, 1]
+    assert html.count('data-verdict="verified"') == 6
+    assert "✓ Chain verified" in html
+    assert "for #1–#6" in html
+    assert "the start of the log" in html
+    assert "ending at the group head" in html
+    assert 'badge badge--mission" data-field="type">mission.created' in html
+    assert 'badge badge--membership" data-field="type">membership.granted' in html
+    assert "agent:w1" in html
+    assert "user:alice" in html
+    assert "<details" in html
+    assert "&quot;goal&quot;: &quot;Summarise" in html
+    for mission in missions:
+        assert f'data-mission="{mission}"' in html
+    assert html.count('class="state state--active"') == 2
+
+
+def test_group_page_embeds_what_the_live_script_needs(dash: Dashboard) -> None:
+    """wire§7: the page subscribes after the head it shows; the browser re-checks the page
+    from its anchor, so the documents are embedded exactly as served."""
+    create_missions(dash.world, 1)
+    response = logged_in(dash.maria).get("/groups/g-research/")
+    stream = response.context["stream"]
+    assert stream["group"] == "g-research"
+    assert stream["live"] is True
+    assert stream["head_sequence"] == 5
+    assert stream["anchor_sequence"] == 0
+    assert [doc["sequence"] for doc in stream["documents"]] == [1, 2, 3, 4, 5]
+    embedded = re.search(
+        r'<script id="timeline-data" type="application/json">(.*?)</script>',
+        response.content.decode(),
+        re.S,
+    )
+    assert embedded is not None
+    assert json.loads(embedded.group(1))["documents"] == stream["documents"]
+
+
+def test_the_timeline_is_paged_by_sequence(dash: Dashboard) -> None:
+    """wire§6: sequences have no gaps, so ``?before=N`` pages are exact: 50 per page, newest
+    first, with links to older and newer pages, each page verified from its anchor."""
+    create_missions(dash.world, 56)  # 4 membership events + 56 = head 60
+    client = logged_in(dash.maria)
+
+    newest = client.get("/groups/g-research/")
+    assert sequences_shown(newest.content.decode()) == list(range(60, 10, -1))
+    assert 'href="/groups/g-research/?before=11"' in newest.content.decode()
+    assert newest.context["page"].has_newer is False
+
+    older = client.get("/groups/g-research/?before=11")
+    html = older.content.decode()
+    assert sequences_shown(html) == list(range(10, 0, -1))
+    assert older.context["page"].checked.verified
+    assert older.context["stream"]["live"] is False
+    assert 'href="/groups/g-research/">← Newer' in html  # 11 + 50 is past the head
+    assert "Oldest" in html
+
+    middle = client.get("/groups/g-research/?before=40")
+    page = middle.context["page"]
+    assert sequences_shown(middle.content.decode()) == list(range(39, 0, -1))
+    assert page.checked.anchor_sequence == 0
+    assert page.newer_before is None  # 40 + 50 is past the head: the newer page is the newest
+    assert 'href="/groups/g-research/">← Newer' in middle.content.decode()
+
+    second = client.get("/groups/g-research/?before=30").context["page"]
+    assert second.oldest_sequence == 1
+    assert second.newest_sequence == 29
+
+    # A page in the middle is anchored on the event just before it.
+    anchored = client.get("/groups/g-research/?before=60").context["page"]
+    assert anchored.oldest_sequence == 10
+    assert anchored.checked.anchor_sequence == 9
+    assert anchored.checked.verified
+
+
+def test_before_past_the_head_shows_the_newest_page(dash: Dashboard) -> None:
+    """wire§4 ``after ≥ head`` analogue: a cursor beyond the head is simply the newest page."""
+    page = logged_in(dash.maria).get("/groups/g-research/?before=999").context["page"]
+    assert page.is_newest
+    assert page.newest_sequence == 4
+
+
+@pytest.mark.parametrize("before", ["abc", "0", "-3", "1.5", "²", "9" * 40])
+def test_before_must_be_a_positive_integer(dash: Dashboard, before: str) -> None:
+    """wire§4: a malformed cursor is refused, not guessed at."""
+    response = logged_in(dash.maria).get(f"/groups/g-research/?before={before}")
+    assert response.status_code == 400
+
+
+def test_an_event_appended_after_the_page_is_not_on_it(dash: Dashboard) -> None:
+    """wire§4: the page is cut at the head read first, like ``GET …/events``."""
+    client = logged_in(dash.maria)
+    before = client.get("/groups/g-research/").context["page"]
+    world = dash.world
+    submit_command(
+        group_id=world.group,
+        document=world.w1.command(world.group, "mission.create", mission_body()),
+        caller=world.w1.caller,
+    )
+    after = client.get("/groups/g-research/").context["page"]
+    assert after.head_sequence == before.head_sequence + 1
+    assert after.newest_sequence == before.newest_sequence + 1

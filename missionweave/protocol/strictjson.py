@@ -2,7 +2,8 @@
 
 Refused before anything else looks at the input: invalid UTF-8, duplicate keys, ``NaN`` and
 ``Infinity``, numbers outside the IEEE-754 double range, integers JCS cannot represent
-exactly, lone surrogates, nesting deeper than 32 and bodies over the size limit. Whatever
+exactly, lone surrogates, U+0000 in any string (no PostgreSQL text or jsonb column can store
+it), nesting deeper than 32 and bodies over the size limit. Whatever
 passes can be canonicalised (RFC 8785), so hashing and signing never fail later.
 """
 
@@ -17,6 +18,8 @@ from .errors import ErrorCode, ProtocolError
 
 MAX_DEPTH = 32
 MAX_SAFE_INTEGER = 2**53 - 1
+#: from here on RFC 8785 writes numbers with an exponent (1e+21), which parse back as doubles
+CANONICAL_EXPONENT_FROM = 1e21
 
 
 def _malformed(message: str) -> ProtocolError:
@@ -40,6 +43,11 @@ def _parse_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise _malformed(f"number {text[:40]} is outside the IEEE-754 double range")
+    # RFC 8785 writes such a double as an integer literal beyond 2**53-1 (9007199254740992.0
+    # becomes 9007199254740992), which this parser, and rfc8785 libraries, refuse: accepting
+    # it would put events into the log that a verifier cannot re-canonicalise.
+    if MAX_SAFE_INTEGER < abs(value) < CANONICAL_EXPONENT_FROM:
+        raise _malformed(f"number {text[:40]} is an integer beyond 2**53-1")
     return value
 
 
@@ -66,6 +74,22 @@ def nesting_depth(value: Any) -> int:
             stack.extend((child, depth) for child in node)
         deepest = max(deepest, depth)
     return deepest
+
+
+def _contains_nul(value: Any) -> bool:
+    """True when any key or string in ``value`` holds U+0000 (walked without recursion)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def parse(data: bytes | str, *, max_bytes: int | None = None, max_depth: int = MAX_DEPTH) -> Any:
@@ -102,6 +126,9 @@ def parse(data: bytes | str, *, max_bytes: int | None = None, max_depth: int = M
         raise _malformed(f"not JSON: {exc}") from None
     if nesting_depth(value) > max_depth:
         raise _malformed(f"nesting deeper than {max_depth}")
+    # U+0000 can only arrive as the escape \u0000: searching the text first keeps the walk rare.
+    if "\\u0000" in text and _contains_nul(value):
+        raise _malformed("strings may not contain U+0000 (PostgreSQL text cannot hold it)")
     try:
         canonical_bytes(value)
     except (ValueError, UnicodeError) as exc:  # lone surrogates and the like

@@ -1,0 +1,22 @@
+"""Path converters: a path segment that cannot be an id names nothing (404), it never reaches
+the database (a NUL byte in ``/groups/g%00/events`` once surfaced there as a 500)."""
+
+from __future__ import annotations
+
+
+class WireIdConverter:
+    """wire.md §1 client-chosen ids: 1..128 characters of ``[A-Za-z0-9._:-]``."""
+
+    regex = r"[A-Za-z0-9._:-]{1,128}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+class PrincipalConverter(WireIdConverter):
+    """wire.md §2 principals: ``agent:<id>`` or ``user:<username>`` (Django usernames)."""
+
+    regex = r"(?:agent|user):[A-Za-z0-9._@+:-]{1,150}"

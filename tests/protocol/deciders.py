@@ -1,0 +1,51 @@
+"""Given/when/then for the pure deciders: given events, when a command, then events or error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from missionweave.protocol import decider
+from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.facts import Command, Decision, Fact, StateKey
+from missionweave.protocol.registry import COMMANDS
+
+NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
+GROUP = "g-research"
+
+
+@dataclass
+class Scenario:
+    """The state of one group, built by folding events with ``decider.apply``."""
+
+    state: dict[StateKey, Any] = field(default_factory=dict)
+    sequence: int = 0
+
+    def given(self, *events: tuple[str, dict[str, Any]], actor: str = "user:alice") -> Scenario:
+        for type_, payload in events:
+            self.sequence += 1
+            fact = Fact(type_, payload, actor, self.sequence, f"c{self.sequence}", "t")
+            decider.apply(self.state, fact)
+        return self
+
+    def when(self, type_: str, body: dict[str, Any], *, actor: str = "user:alice") -> Decision:
+        """Validate, then decide against exactly the keys the command declares it reads."""
+        spec = COMMANDS[type_]
+        spec.validate(body)
+        view = {key: self.state.get(key) for key in spec.keys(body)}
+        command = Command(f"cmd-{self.sequence + 1}", type_, GROUP, actor, body, NOW)
+        return decider.decide(view, command)
+
+    def then(self, decision: Decision, *, actor: str = "user:alice") -> list[tuple[str, dict]]:
+        """Append the decided events (as the ledger would) and return them."""
+        events = [(event.type, event.payload) for event in decision.events]
+        self.given(*events, actor=actor)
+        return events
+
+    def refused(self, type_: str, body: dict[str, Any], **kwargs: Any) -> ProtocolError:
+        with pytest.raises(ProtocolError) as caught:
+            self.when(type_, body, **kwargs)
+        return caught.value

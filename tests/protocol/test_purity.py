@@ -1,0 +1,45 @@
+"""The protocol core is pure Python: importing it never imports Django (STYLE.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import missionweave.protocol as protocol
+
+_PROBE = """
+import importlib, json, pkgutil, sys
+import missionweave.protocol as protocol
+names = [f"missionweave.protocol.{m.name}" for m in pkgutil.iter_modules(protocol.__path__)]
+for name in names:
+    importlib.import_module(name)
+django = sorted(m for m in sys.modules if m == "django" or m.startswith("django."))
+print(json.dumps({"modules": names, "django": django}))
+"""
+
+
+def _submodules() -> set[str]:
+    return {f"missionweave.protocol.{m.name}" for m in pkgutil.iter_modules(protocol.__path__)}
+
+
+def test_importing_every_protocol_module_never_imports_django() -> None:
+    """STYLE.md "Pure core": missionweave.protocol and all its submodules import no Django."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO")}
+    root = Path(protocol.__file__).resolve().parents[2]
+    completed = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        cwd=root,
+        env={**env, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert set(report["modules"]) == _submodules()
+    assert len(report["modules"]) >= 10
+    assert report["django"] == []

@@ -15,7 +15,7 @@ SERVER_ENV := DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL)
 # Two workers, one test file per worker at a time (module fixtures stay on one worker).
 PYTEST_ARGS ?= -n 2 --dist loadfile --timeout 300
 
-.PHONY: help demo test check lint format bench bootstrap services chromium clean distclean
+.PHONY: help demo test check lint format bench docs bootstrap services chromium clean distclean
 
 help:
 	@echo "make demo   seed live demo data and serve it on http://127.0.0.1:8000 (SQLite, no servers)"
@@ -23,6 +23,7 @@ help:
 	@echo "make lint   ruff check and ruff format --check"
 	@echo "make format ruff format and ruff check --fix"
 	@echo "make check  makemigrations --check and the OpenAPI schema validation"
+	@echo "make docs   regenerate docs/conformance.md (R-ID → code → tests)"
 	@echo "make bench  the benchmarks (PostgreSQL + Redis); see docs/benchmarks.md"
 	@echo "make clean  remove var/ (demo database, keys) and caches; distclean also .venv/"
 
@@ -57,6 +58,10 @@ check: bootstrap
 
 test: bootstrap services chromium lint check
 	$(SERVER_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# docs/conformance.md is generated: rerun after citing an R-ID in code or a test.
+docs: bootstrap
+	$(PY) scripts/conformance.py
 
 bench: bootstrap services
 	$(SERVER_ENV) $(PY) -m benchmarks.run

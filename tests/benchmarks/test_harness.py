@@ -1,0 +1,84 @@
+"""Smoke tests of the benchmark harness: its pieces run and produce well-formed results.
+
+Nothing here asserts a speed: the figures depend on the machine and whatever else runs on
+it. The in-process measurement runs a fraction of a second against the test database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from apps.ledger.models import Event, GroupLog
+from benchmarks.ceilings import read_pgbench_logs
+from benchmarks.config import load_config
+from benchmarks.inprocess import measure_inprocess
+from benchmarks.report import render
+from benchmarks.results import Results
+from benchmarks.stats import percentile, ratio, summarize
+from benchmarks.world import build_world
+
+
+def test_percentile_is_nearest_rank_of_sorted_samples():
+    """The p50 and p99 are values that were observed, not interpolations."""
+    samples = [float(n) for n in range(1, 101)]
+    assert percentile(samples, 0.50) == 50.0
+    assert percentile(samples, 0.99) == 99.0
+    assert percentile(samples, 1.0) == 100.0
+    assert percentile([7.0], 0.99) == 7.0
+    assert math.isnan(percentile([], 0.5))
+    with pytest.raises(ValueError):
+        percentile(samples, 1.5)
+
+
+def test_summarize_reports_rate_and_latency_in_milliseconds():
+    """A Measurement turns seconds into ms and counts operations per second."""
+    measurement = summarize(
+        "demo", operations=30, elapsed_s=2.0, latencies_s=[0.003, 0.001, 0.002], errors=1
+    )
+    assert measurement.rate == 15.0
+    assert measurement.latency_p50_ms == pytest.approx(2.0)
+    assert measurement.latency_p99_ms == pytest.approx(3.0)
+    assert measurement.latency_mean_ms == pytest.approx(2.0)
+    assert measurement.requests == 3
+    assert measurement.as_dict()["rate"] == 15.0
+    assert math.isnan(ratio(10.0, 0.0))
+
+
+def test_pgbench_log_lines_become_latencies_in_seconds(tmp_path):
+    """pgbench --log writes one file per thread; the third field is the latency in µs."""
+    (tmp_path / "pgb.123").write_text("0 0 1500 0 1764500000 1\n0 1 2500 0 1764500000 2\n")
+    (tmp_path / "pgb.123.1").write_text("1 0 1000 0 1764500000 3\n")
+    assert sorted(read_pgbench_logs(tmp_path)) == [0.001, 0.0015, 0.0025]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inprocess_quick_measurement_appends_gapless_events_and_is_well_formed(tmp_path):
+    """A tiny in-process run (2 threads, 2 groups) refuses nothing and reports sane figures;
+    every accepted command left one event in a gapless log (wire§6)."""
+    config = dataclasses.replace(
+        load_config(quick=True), seconds=0.3, warmup_seconds=0.1, output=tmp_path / "b.md"
+    )
+    world = build_world(groups=2, agents=2, prefix="smoke")
+
+    measurement = measure_inprocess(world, clients=2, groups=2, config=config)
+
+    assert measurement.params == {"clients": 2, "groups": 2}
+    assert measurement.errors == 0, measurement.notes
+    assert measurement.operations > 0
+    assert measurement.requests == measurement.operations
+    assert measurement.elapsed_s >= config.seconds
+    assert 0 < measurement.latency_p50_ms <= measurement.latency_p99_ms
+    created = Event.objects.filter(group_id__in=world.groups, type="mission.created").count()
+    assert created >= measurement.operations  # the warm-up's commands come on top
+    for log in GroupLog.objects.filter(group_id__in=world.groups):
+        assert Event.objects.filter(group_id=log.group_id).count() == log.head_sequence
+
+    results = Results(command="pytest", config=config, started_at=datetime.now(UTC))
+    results.inprocess.append(measurement)
+    document = render(results)
+    assert "## 2. The write path in process" in document
+    assert "| 2 | 2 |" in document  # the row of this scenario (groups, clients)

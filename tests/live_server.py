@@ -37,7 +37,7 @@ from django.db import connections
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DAPHNE = BASE_DIR / ".venv" / "bin" / "daphne"
-DEFAULT_APP = "tests.live_asgi:application"
+DEFAULT_APP = "missionweave.asgi:application"
 STARTUP_TIMEOUT_S = 30.0
 
 

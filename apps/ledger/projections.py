@@ -8,7 +8,7 @@ Each aggregate kind (``membership``, ``mission``, later ``work_item``…) regist
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,16 +55,28 @@ def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
     return view
 
 
-def save_aggregates(group_id: str, state: Mapping[StateKey, Any], keys: Iterable[StateKey]) -> None:
-    """Write the aggregates at ``keys`` from ``state`` to their projection rows."""
-    for kind, ident in keys:
+def save_aggregates(
+    group_id: str,
+    state: Mapping[StateKey, Any],
+    keys: Iterable[StateKey],
+    *,
+    existing: Collection[StateKey],
+) -> None:
+    """Write the aggregates at ``keys`` from ``state`` to their projection rows.
+
+    ``existing`` names the keys that already have a row (the write path knows: it loaded
+    them under the group lock), so each aggregate costs one statement, not an update that
+    finds nothing followed by an insert.
+    """
+    for key in keys:
+        kind, ident = key
         projection = _PROJECTIONS[kind]
-        aggregate = state[(kind, ident)]
-        fields = projection.to_fields(aggregate)
-        updated = projection.model.objects.filter(
-            group_id=group_id, **{projection.id_field: ident}
-        ).update(**fields)
-        if not updated:
+        fields = projection.to_fields(state[key])
+        if key in existing:
+            projection.model.objects.filter(
+                group_id=group_id, **{projection.id_field: ident}
+            ).update(**fields)
+        else:
             projection.model.objects.create(
                 group_id=group_id, **{projection.id_field: ident}, **fields
             )

@@ -221,7 +221,8 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
     changed: set[Any] = set()
     for fact in facts:
         changed.update(decider.apply(state, fact))
-    save_aggregates(group_id, state, changed)
+    existing = {key for key, aggregate in view.items() if aggregate is not None}
+    save_aggregates(group_id, state, changed, existing=existing)
 
     events = head.appended[len(head.appended) - len(facts) :]
     body = {

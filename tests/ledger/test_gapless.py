@@ -63,9 +63,9 @@ def _plan(thread: int, group: str, k: int, previous_mission: str) -> tuple[str, 
     return f"c-{tag}", f"m-{tag}"
 
 
-def _explode_in_projection(group_id: str, state: Any, keys: Any) -> None:
+def _explode_in_projection(group_id: str, state: Any, keys: Any, *, existing: Any) -> None:
     keys = list(keys)
-    real_save_aggregates(group_id, state, keys)
+    real_save_aggregates(group_id, state, keys, existing=existing)
     if any(ident.startswith(BOOM_PROJECTION) for _, ident in keys):
         raise RuntimeError("projection failed after append")
 

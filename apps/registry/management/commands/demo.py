@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 HOST,
                 "--port",
                 str(port),
-                "apps.registry.demo_asgi:application",
+                "missionweave.asgi:application",
             ],
             cwd=settings.BASE_DIR,
             env=_server_env(port),

@@ -137,6 +137,45 @@ class MissionSerializer(serializers.Serializer):
     work_items = serializers.ListField(child=serializers.CharField())
 
 
+class LeaseSerializer(serializers.Serializer):
+    lease_id = serializers.CharField()
+    agent = serializers.CharField()
+    session_epoch = serializers.IntegerField(allow_null=True)
+    ownership_epoch = serializers.IntegerField()
+    started_at = serializers.CharField()
+    expires_at = serializers.CharField()
+    renewals = serializers.ListField(child=serializers.CharField())
+    status = serializers.CharField()
+
+
+class OfferSerializer(serializers.Serializer):
+    offer = serializers.CharField()
+    worker = serializers.CharField()
+    expires_at = serializers.CharField()
+    mode = serializers.CharField()
+    rank = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    status = serializers.CharField()
+    reason = serializers.CharField(allow_null=True)
+
+
+class WorkItemSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    mission = serializers.CharField()
+    state = serializers.CharField()
+    revision = serializers.IntegerField()
+    contract = serializers.DictField()
+    owner = serializers.CharField(allow_null=True)
+    ownership_epoch = serializers.IntegerField()
+    start_deadline = serializers.CharField(allow_null=True)
+    lease = LeaseSerializer(allow_null=True)
+    offers = OfferSerializer(many=True)
+    depends_on = serializers.ListField(child=serializers.CharField())
+    budgets = BudgetsSerializer()
+    approvals = serializers.ListField(child=serializers.CharField())
+    history = serializers.ListField(child=serializers.DictField())
+
+
 class OrganizationSerializer(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()

@@ -28,6 +28,11 @@ urlpatterns = [
         groups.MissionDetailApi.as_view(),
         name="mission",
     ),
+    path(
+        "groups/<wid:group>/work-items/<wid:work_item>",
+        groups.WorkItemDetailApi.as_view(),
+        name="work-item",
+    ),
     path("groups/<wid:group>/memberships", admin.MembershipGrantApi.as_view(), name="memberships"),
     path(
         "groups/<wid:group>/memberships/<principal:principal>",

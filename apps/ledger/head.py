@@ -93,7 +93,9 @@ def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: st
                 document=canonical_bytes(document).decode("utf-8"),
             )
         )
-        facts.append(Fact(new.type, new.payload, actor, sequence, command_id, recorded_at))
+        facts.append(
+            Fact(new.type, new.payload, actor, sequence, command_id, recorded_at, head.group_id)
+        )
         head.sequence, head.hash = sequence, document["hash"]
         head.appended.append(document)
     Event.objects.bulk_create(rows)

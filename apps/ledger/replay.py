@@ -63,6 +63,7 @@ def replay(group_id: str, *, through: int, progress: Callable[[int], None] | Non
             sequence=event["sequence"],
             command_id=event["command_id"],
             recorded_at=event["recorded_at"],
+            group=event["group"],
         )
         decider.apply(result.state, fact)
         result.head_hash = event["hash"]

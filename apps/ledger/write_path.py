@@ -14,6 +14,7 @@ Nothing else writes events or projection rows.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,10 +31,15 @@ from missionweave.protocol.envelope import (
     parse_envelope,
 )
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.facts import Command
+from missionweave.protocol.facts import Command, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.memberships import membership_key
-from missionweave.protocol.registry import COMMANDS, PUBLIC_COMMAND_TYPES, CommandSpec
+from missionweave.protocol.registry import (
+    ADMIN_COMMAND_TYPES,
+    COMMANDS,
+    PUBLIC_COMMAND_TYPES,
+    CommandSpec,
+)
 from missionweave.protocol.signing import parse_public_key
 
 from . import head as heads
@@ -41,6 +47,7 @@ from .broadcast import announce_head
 from .models import CommandRecord
 from .projections import load_view, save_aggregates
 
+logger = logging.getLogger(__name__)
 CallerKind = Literal["agent", "user", "authority"]
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset()
 
@@ -66,6 +73,7 @@ class Outcome:
     body: dict[str, Any]
     replayed: bool
     events: Sequence[dict[str, Any]] = ()
+    follow_ups: Sequence[FollowUp] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +90,74 @@ def submit_command(
     ``admin`` admits the staff-only types (membership changes) that the admin endpoints send.
     """
     verified = _verify(group_id, document, caller, admin=admin)
+    return _run(group_id, verified, caller)
+
+
+def submit_authority_command(
+    *, group_id: str, type_: str, body: dict[str, Any], command_id: str
+) -> Outcome:
+    """A command the authority issues itself (cross-group links now, Celery sweeps next).
+
+    It skips the client checks (no token, signature or membership: the authority is not a
+    member) but nothing else: idempotency, decide, append and project are the same door.
+    """
+    now = timezone.now()
+    document = {
+        "id": command_id,
+        "type": type_,
+        "group": group_id,
+        "actor": AUTHORITY,
+        "body": body,
+    }
+    envelope = Envelope(
+        id=command_id,
+        type=type_,
+        group=group_id,
+        actor=AUTHORITY,
+        actor_kind="authority",
+        actor_name=AUTHORITY,
+        session_epoch=None,
+        membership_epoch=0,
+        issued_at=now,
+        body=body,
+        extensions={},
+        signature=None,
+        document=document,
+    )
+    return _run(group_id, _Verified(envelope, COMMANDS[type_]), AUTHORITY_CALLER)
+
+
+def _run(group_id: str, verified: _Verified, caller: Caller) -> Outcome:
     with transaction.atomic():
         head = _lock(group_id)
         outcome = _apply(head, verified, caller)
         heads.save_head(head)
     _announce_on_commit(head)
+    _follow_up_on_commit(outcome.follow_ups)
     return outcome
+
+
+def _follow_up_on_commit(follow_ups: Sequence[FollowUp]) -> None:
+    """After commit, carry a cross-group link to the other group's log (R10.4-05, R10.4-06).
+
+    Each follow-up has a deterministic command id, so running it again is an idempotent
+    replay. A follow-up that cannot be applied is logged: it never undoes the command.
+    """
+    for follow_up in follow_ups:
+        transaction.on_commit(lambda f=follow_up: run_follow_up(f))
+
+
+def run_follow_up(follow_up: FollowUp) -> Outcome | None:
+    try:
+        return submit_authority_command(
+            group_id=follow_up.group,
+            type_=follow_up.type,
+            body=follow_up.body,
+            command_id=follow_up.command_id,
+        )
+    except ProtocolError as refusal:
+        logger.warning("follow-up %s to %s refused: %r", follow_up.type, follow_up.group, refusal)
+    return None
 
 
 def submit_batch(
@@ -114,7 +184,8 @@ def submit_batch(
             mark = (head.sequence, head.hash, len(head.appended))
             try:
                 with transaction.atomic():
-                    results[index] = _apply(head, item, caller)
+                    results[index] = outcome = _apply(head, item, caller)
+                _follow_up_on_commit(outcome.follow_ups)
             except ProtocolError as refusal:
                 head.sequence, head.hash = mark[0], mark[1]
                 del head.appended[mark[2] :]
@@ -126,7 +197,7 @@ def submit_batch(
 
 def _verify(group_id: str, document: object, caller: Caller, *, admin: bool) -> _Verified:
     """wire.md §3 steps 2–4: everything that needs no lock."""
-    known = COMMANDS.keys() if admin else PUBLIC_COMMAND_TYPES
+    known = ADMIN_COMMAND_TYPES if admin else PUBLIC_COMMAND_TYPES
     envelope = parse_envelope(
         document, path_group=group_id, known_types=known, supported_extensions=SUPPORTED_EXTENSIONS
     )
@@ -193,6 +264,7 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
         )
 
     # 7–8. membership, role, membership epoch
+    roles: frozenset[str] = frozenset()
     if spec.staff_only:
         if not caller.is_staff:
             raise ProtocolError(ErrorCode.FORBIDDEN, "admins only", requirement="wire§4")
@@ -202,10 +274,12 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
         authorize(
             spec, membership, actor=envelope.actor, membership_epoch=envelope.membership_epoch
         )
+        roles = frozenset(membership.roles)
 
     # 9. the body's shape, then the command's own rules
     spec.validate(envelope.body)
-    view = load_view(group_id, spec.keys(envelope.body))
+    if spec.other_groups is not None:
+        _require_groups(spec.other_groups(envelope.body))
     command = Command(
         id=envelope.id,
         type=envelope.type,
@@ -213,7 +287,10 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
         actor=envelope.actor,
         body=envelope.body,
         now=head.now,
+        session_epoch=envelope.session_epoch,
+        actor_roles=roles,
     )
+    view = _load_what_decide_reads(spec, command)
     decision = decider.decide(view, command)
 
     facts = heads.append(head, decision.events, command_id=envelope.id, actor=envelope.actor)
@@ -243,7 +320,35 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
         response=body,
         accepted_at=head.now,
     )
-    return Outcome(decision.status, body, replayed=False, events=events)
+    return Outcome(
+        decision.status, body, replayed=False, events=events, follow_ups=decision.follow_ups
+    )
+
+
+def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, Any]:
+    """Load the aggregates ``spec.keys`` names, again while loading them reveals more (a
+    WorkItem's dependencies, a mission's WorkItems); three rounds cover every command."""
+    view: dict[Any, Any] = {}
+    for _ in range(3):
+        missing = spec.keys(command, view) - view.keys()
+        if not missing:
+            break
+        view.update(load_view(command.group, missing))
+    return view
+
+
+def _require_groups(group_ids: Sequence[str]) -> None:
+    """Groups a command links to must exist (they are never deleted, so no lock is needed)."""
+    from apps.registry.models import Group
+
+    for group_id in group_ids:
+        if not Group.objects.filter(pk=group_id).exists():
+            raise ProtocolError(
+                ErrorCode.NOT_FOUND,
+                f"no group {group_id!r}",
+                requirement="R10.4-06",
+                details={"group": group_id},
+            )
 
 
 def _announce_on_commit(head: heads.Head) -> None:

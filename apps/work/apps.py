@@ -10,6 +10,9 @@ class WorkConfig(AppConfig):
     def ready(self) -> None:
         from apps.ledger.projections import register_projection
 
-        from .models import Mission
+        from .models import DependencyEdges, Mission, WorkItem, WorkProposal
 
         register_projection("mission", Mission.projection)
+        register_projection("work_item", WorkItem.projection)
+        register_projection("proposal", WorkProposal.projection)
+        register_projection("dependencies", DependencyEdges.projection)

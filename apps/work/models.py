@@ -1,13 +1,19 @@
-"""Mission projection rows (wire.md §4 ``GET /groups/{g}/missions/{id}``)."""
+"""Projection rows of the work domain: Missions, WorkItems, proposals, the dependency graph.
+
+Each row holds its aggregate of the pure core; a few columns are copied out so the dashboard
+and the API can filter without reading JSON. Only the projector writes them.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.db import models
 
 from apps.ledger.projections import ModelProjection
 from missionweave.protocol.missions import Mission as MissionState
+from missionweave.protocol.workitems import DependencyGraph, Proposal
+from missionweave.protocol.workitems import WorkItem as WorkItemState
 
 
 class MissionStatus(models.TextChoices):
@@ -26,11 +32,13 @@ class Mission(models.Model):
     goal = models.TextField()
     limits = models.JSONField(default=dict)
     used = models.JSONField(default=dict)
-    parent = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001 - null is "no parent", distinct from ""
+    # null is "no parent", distinct from any id
+    parent = models.CharField(max_length=260, null=True, blank=True)  # noqa: DJ001
     children = models.JSONField(default=list)
     work_items = models.JSONField(default=list)
     created_by = models.CharField(max_length=160)
     created_sequence = models.PositiveBigIntegerField()
+    link = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints: ClassVar = [
@@ -52,6 +60,7 @@ class Mission(models.Model):
             work_items=tuple(self.work_items),
             created_by=self.created_by,
             created_sequence=self.created_sequence,
+            link=self.link,
         )
 
     projection: ClassVar[ModelProjection]
@@ -71,5 +80,102 @@ Mission.projection = ModelProjection(
         "work_items": list(state.work_items),
         "created_by": state.created_by,
         "created_sequence": state.created_sequence,
+        "link": state.link,
     },
+)
+
+
+class WorkItem(models.Model):
+    """Projection of a WorkItem (wire.md §4 ``GET /groups/{g}/work-items/{id}``)."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="work_items")
+    work_item_id = models.CharField(max_length=128)
+    mission = models.CharField(max_length=128)
+    state = models.CharField(max_length=16)
+    owner = models.CharField(max_length=160, blank=True, default="")
+    data = models.JSONField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["group", "work_item_id"], name="work_item_once_per_group"
+            )
+        ]
+        indexes: ClassVar = [
+            models.Index(fields=["group", "mission"]),
+            models.Index(fields=["group", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}/{self.work_item_id} ({self.state})"
+
+    def to_state(self) -> WorkItemState:
+        return WorkItemState.from_dict(self.data)
+
+    projection: ClassVar[ModelProjection]
+
+
+def _work_item_fields(state: WorkItemState) -> dict[str, Any]:
+    return {
+        "mission": state.mission,
+        "state": state.state,
+        "owner": state.owner or "",
+        "data": state.as_dict(),
+    }
+
+
+WorkItem.projection = ModelProjection(
+    model=WorkItem, id_field="work_item_id", to_state=WorkItem.to_state, to_fields=_work_item_fields
+)
+
+
+class WorkProposal(models.Model):
+    """Projection of an open work proposal (R10.2-01)."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="proposals")
+    proposal_id = models.CharField(max_length=128)
+    data = models.JSONField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["group", "proposal_id"], name="proposal_once_per_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}/{self.proposal_id}"
+
+    projection: ClassVar[ModelProjection]
+
+
+WorkProposal.projection = ModelProjection(
+    model=WorkProposal,
+    id_field="proposal_id",
+    to_state=lambda row: Proposal.from_dict(row.data),
+    to_fields=lambda state: {"data": state.as_dict()},
+)
+
+
+class DependencyEdges(models.Model):
+    """Projection of a group's dependency graph, read to refuse cycles (R10.4-04)."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=32)
+    data = models.JSONField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["group", "name"], name="one_graph_per_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id} dependency graph"
+
+    projection: ClassVar[ModelProjection]
+
+
+DependencyEdges.projection = ModelProjection(
+    model=DependencyEdges,
+    id_field="name",
+    to_state=lambda row: DependencyGraph.from_dict(row.data),
+    to_fields=lambda state: {"data": state.as_dict()},
 )

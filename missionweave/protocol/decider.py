@@ -11,13 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from . import memberships, missions
+from . import memberships, missions, workitems
 from .facts import Command, Decision, Fact, StateKey, View
 from .registry import COMMANDS
 
 _ROUTES: dict[str, Callable[[dict[str, Any]], list[StateKey]]] = {
     **memberships.EVENT_ROUTES,
     **missions.EVENT_ROUTES,
+    **workitems.EVENT_ROUTES,
+}
+# Events that change a Mission besides its own: the WorkItem lists and child links.
+_ALSO_MISSION = {
+    "mission.child_created": lambda payload: [missions.mission_key(payload["mission"])],
 }
 
 
@@ -29,7 +34,9 @@ def decide(view: View, command: Command) -> Decision:
 def routes(fact: Fact) -> list[StateKey]:
     """The aggregates ``fact`` changes; events that change none (audit only) route nowhere."""
     route = _ROUTES.get(fact.type)
-    return route(fact.payload) if route else []
+    keys = route(fact.payload) if route else []
+    also = _ALSO_MISSION.get(fact.type)
+    return keys + also(fact.payload) if also else keys
 
 
 def evolve(key: StateKey, current: Any, fact: Fact) -> Any:
@@ -39,6 +46,12 @@ def evolve(key: StateKey, current: Any, fact: Fact) -> Any:
         return memberships.evolve_membership(current, fact)
     if kind == "mission":
         return missions.evolve_mission(current, fact, key)
+    if kind == "work_item":
+        return workitems.evolve_work_item(current, fact)
+    if kind == "proposal":
+        return workitems.evolve_proposal(current, fact)
+    if kind == "dependencies":
+        return workitems.evolve_graph(current, fact)
     raise ValueError(f"no aggregate of kind {kind!r}")
 
 

@@ -28,6 +28,10 @@ class Command:
     actor: str
     body: dict[str, Any]
     now: datetime
+    #: the issuing agent's session epoch (execution leases are bound to it, R11.3-03)
+    session_epoch: int | None = None
+    #: the issuer's roles in this group (some rules depend on them, e.g. human review)
+    actor_roles: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +43,28 @@ class NewEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A command the authority submits to another group after this one commits.
+
+    There is no cross-group transaction (R10.4-05): a link between groups travels as events in
+    both logs, the second appended by the authority with a deterministic command id, so a retry
+    is an idempotent replay.
+    """
+
+    group: str
+    type: str
+    body: dict[str, Any]
+    command_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What a command produces: events to append and the ``result`` of the response."""
 
     events: list[NewEvent]
     result: dict[str, Any] = field(default_factory=dict)
     status: int = 201
+    follow_ups: tuple[FollowUp, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +77,4 @@ class Fact:
     sequence: int
     command_id: str
     recorded_at: str
+    group: str = ""

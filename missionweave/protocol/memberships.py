@@ -64,8 +64,8 @@ def validate_revoke(body: dict[str, Any]) -> None:
     check_principal(body["principal"], "$.principal")
 
 
-def keys_of_principal(body: dict[str, Any]) -> set[StateKey]:
-    return {membership_key(body["principal"])}
+def keys_of_principal(command: Command, view: View) -> set[StateKey]:
+    return {membership_key(command.body["principal"])}
 
 
 def decide_grant(view: View, command: Command) -> Decision:

@@ -1,7 +1,7 @@
 """Every command the authority knows: who may issue it, its body check, the state it reads.
 
-Adding a command (the WorkItem commands of wire.md §9 come next) is one ``CommandSpec`` here
-plus its decide/evolve functions in a domain module; the write path does not change.
+Adding a command is one ``CommandSpec`` here plus its decide function in a domain module;
+the write path does not change.
 """
 
 from __future__ import annotations
@@ -12,6 +12,12 @@ from typing import Any
 
 from . import memberships, missions
 from .facts import Command, Decision, StateKey, View
+from .work import checks, execution, offers, planning, review
+
+ANY_MEMBER_BUT_OBSERVER = frozenset({"admin", "mission_owner", "coordinator", "worker", "reviewer"})
+COORDINATOR = frozenset({"coordinator"})
+OWNER = frozenset({"worker", "coordinator"})  # the owner is whoever accepted; roles gate who may
+OFFERED_WORKER = frozenset({"worker", "coordinator"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,44 +27,216 @@ class CommandSpec:
     roles: frozenset[str]
     #: shape check of the body; raises MALFORMED / CONTRACT_INVALID (wire.md §3 step 9)
     validate: Callable[[dict[str, Any]], None]
-    #: the state keys ``decide`` reads, loaded and locked by the write path
-    keys: Callable[[dict[str, Any]], set[StateKey]]
+    #: the state keys ``decide`` reads, given what is loaded so far (called until it settles)
+    keys: Callable[[Command, View], set[StateKey]]
     decide: Callable[[View, Command], Decision]
     #: only a human (``user:``) may issue it
     humans_only: bool = False
-    #: an admin operation (staff API token) rather than a group-role command; not accepted at
-    #: ``POST /groups/{g}/commands`` (wire.md §4: memberships are managed by admins)
+    #: an admin operation (staff API token), not accepted at ``POST /groups/{g}/commands``
     staff_only: bool = False
+    #: submitted only by the authority itself (cross-group links), never by a client
+    authority_only: bool = False
+    #: other groups the body names, which must exist (a child mission's group)
+    other_groups: Callable[[dict[str, Any]], list[str]] | None = None
 
 
-COMMANDS: dict[str, CommandSpec] = {
-    spec.type: spec
-    for spec in (
-        CommandSpec(
-            type=missions.CREATE,
-            roles=frozenset({"mission_owner", "coordinator"}),
-            validate=missions.validate_create,
-            keys=missions.keys_of_create,
-            decide=missions.decide_create,
-        ),
-        CommandSpec(
-            type=memberships.GRANT,
-            roles=frozenset(),
-            validate=memberships.validate_grant,
-            keys=memberships.keys_of_principal,
-            decide=memberships.decide_grant,
-            staff_only=True,
-        ),
-        CommandSpec(
-            type=memberships.REVOKE,
-            roles=frozenset(),
-            validate=memberships.validate_revoke,
-            keys=memberships.keys_of_principal,
-            decide=memberships.decide_revoke,
-            staff_only=True,
-        ),
-    )
-}
+def _spec(
+    type_: str, roles: frozenset[str], validate: Any, keys: Any, decide: Any, **flags: Any
+) -> CommandSpec:
+    return CommandSpec(type_, roles, validate, keys, decide, **flags)
+
+
+_SPECS = (
+    _spec(
+        missions.CREATE,
+        frozenset({"mission_owner", "coordinator"}),
+        missions.validate_create,
+        missions.keys_of_create,
+        missions.decide_create,
+    ),
+    _spec(
+        missions.CREATE_CHILD,
+        COORDINATOR,
+        missions.validate_create_child,
+        missions.keys_of_create_child,
+        missions.decide_create_child,
+        other_groups=lambda body: [body["child"]["group"]],
+    ),
+    _spec(
+        missions.APPROVE,
+        frozenset({"mission_owner"}),
+        missions.validate_approve,
+        missions.keys_of_mission_end,
+        missions.decide_approve,
+        humans_only=True,
+    ),
+    _spec(
+        missions.FAIL,
+        frozenset({"mission_owner", "coordinator"}),
+        missions.validate_fail_or_cancel,
+        missions.keys_of_mission_end,
+        missions.decide_end,
+    ),
+    _spec(
+        missions.CANCEL,
+        frozenset({"mission_owner", "coordinator"}),
+        missions.validate_fail_or_cancel,
+        missions.keys_of_mission_end,
+        missions.decide_end,
+    ),
+    _spec(
+        "work.propose",
+        ANY_MEMBER_BUT_OBSERVER,
+        planning.validate_propose,
+        planning.keys_of_propose,
+        planning.decide_propose,
+    ),
+    _spec(
+        "work.authorize",
+        COORDINATOR,
+        planning.validate_authorize,
+        planning.keys_of_authorize,
+        planning.decide_authorize,
+    ),
+    _spec(
+        "work.message",
+        ANY_MEMBER_BUT_OBSERVER,
+        planning.validate_message,
+        checks.item_keys,
+        planning.decide_message,
+    ),
+    _spec("work.offer", COORDINATOR, offers.validate_offer, checks.item_keys, offers.decide_offer),
+    _spec(
+        "work.accept_offer",
+        OFFERED_WORKER,
+        offers.validate_accept,
+        checks.item_keys,
+        offers.decide_accept,
+    ),
+    _spec(
+        "work.reject_offer",
+        OFFERED_WORKER,
+        offers.validate_reject,
+        checks.item_keys,
+        offers.decide_reject,
+    ),
+    _spec(
+        "approval.grant_execution",
+        frozenset({"mission_owner"}),
+        offers.validate_grant_execution,
+        checks.item_keys,
+        offers.decide_grant_execution,
+        humans_only=True,
+    ),
+    _spec(
+        "work.start",
+        OWNER,
+        execution.validate_start,
+        execution.keys_of_start,
+        execution.decide_start,
+    ),
+    _spec("lease.renew", OWNER, execution.validate_renew, checks.item_keys, execution.decide_renew),
+    _spec(
+        "work.progress",
+        OWNER,
+        execution.validate_progress,
+        checks.item_keys,
+        execution.decide_progress,
+    ),
+    _spec("work.usage", OWNER, execution.validate_usage, checks.item_keys, execution.decide_usage),
+    _spec(
+        "work.checkpoint",
+        OWNER,
+        execution.validate_checkpoint,
+        checks.item_keys,
+        execution.decide_checkpoint,
+    ),
+    _spec("work.block", OWNER, execution.validate_block, checks.item_keys, execution.decide_block),
+    _spec(
+        "work.unblock",
+        COORDINATOR,
+        review.validate_unblock,
+        checks.item_keys,
+        review.decide_unblock,
+    ),
+    _spec(
+        "work.submit", OWNER, execution.validate_submit, checks.item_keys, execution.decide_submit
+    ),
+    _spec(
+        "evidence.record",
+        frozenset({"reviewer", "coordinator", "mission_owner"}),
+        review.validate_evidence_record,
+        checks.item_keys,
+        review.decide_evidence_record,
+    ),
+    _spec(
+        "work.accept_result",
+        frozenset({"coordinator", "mission_owner"}),
+        review.validate_accept_result,
+        checks.item_keys,
+        review.decide_accept_result,
+    ),
+    _spec(
+        "work.fail",
+        frozenset({"worker", "coordinator"}),
+        review.validate_fail,
+        checks.item_keys,
+        review.decide_fail,
+    ),
+    _spec(
+        "work.cancel",
+        frozenset({"coordinator", "mission_owner"}),
+        review.validate_cancel,
+        checks.item_keys,
+        review.decide_cancel,
+    ),
+    _spec(
+        memberships.GRANT,
+        frozenset(),
+        memberships.validate_grant,
+        memberships.keys_of_principal,
+        memberships.decide_grant,
+        staff_only=True,
+    ),
+    _spec(
+        memberships.REVOKE,
+        frozenset(),
+        memberships.validate_revoke,
+        memberships.keys_of_principal,
+        memberships.decide_revoke,
+        staff_only=True,
+    ),
+    _spec(
+        missions.LINK_CREATE,
+        frozenset(),
+        missions.validate_link_create,
+        missions.keys_of_link_create,
+        missions.decide_link_create,
+        authority_only=True,
+    ),
+    _spec(
+        missions.LINK_APPROVED,
+        frozenset(),
+        missions.validate_link_outcome,
+        missions.keys_of_link_outcome,
+        missions.decide_link_approved,
+        authority_only=True,
+    ),
+    _spec(
+        missions.LINK_FAILED,
+        frozenset(),
+        missions.validate_link_outcome,
+        missions.keys_of_link_outcome,
+        missions.decide_link_failed,
+        authority_only=True,
+    ),
+)
+
+COMMANDS: dict[str, CommandSpec] = {spec.type: spec for spec in _SPECS}
 
 #: the types an agent or human may send to ``POST /groups/{g}/commands``
-PUBLIC_COMMAND_TYPES = frozenset(t for t, spec in COMMANDS.items() if not spec.staff_only)
+PUBLIC_COMMAND_TYPES = frozenset(
+    t for t, spec in COMMANDS.items() if not (spec.staff_only or spec.authority_only)
+)
+#: the types the admin endpoints submit
+ADMIN_COMMAND_TYPES = frozenset(t for t, spec in COMMANDS.items() if spec.staff_only)

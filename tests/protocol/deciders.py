@@ -27,16 +27,33 @@ class Scenario:
     def given(self, *events: tuple[str, dict[str, Any]], actor: str = "user:alice") -> Scenario:
         for type_, payload in events:
             self.sequence += 1
-            fact = Fact(type_, payload, actor, self.sequence, f"c{self.sequence}", "t")
+            fact = Fact(type_, payload, actor, self.sequence, f"c{self.sequence}", "t", GROUP)
             decider.apply(self.state, fact)
         return self
 
-    def when(self, type_: str, body: dict[str, Any], *, actor: str = "user:alice") -> Decision:
-        """Validate, then decide against exactly the keys the command declares it reads."""
+    def when(
+        self,
+        type_: str,
+        body: dict[str, Any],
+        *,
+        actor: str = "user:alice",
+        roles: frozenset[str] = frozenset(),
+        session_epoch: int | None = None,
+        now: datetime = NOW,
+    ) -> Decision:
+        """Validate, then decide against exactly the keys the command declares it reads
+        (loaded in rounds, as the write path does)."""
         spec = COMMANDS[type_]
         spec.validate(body)
-        view = {key: self.state.get(key) for key in spec.keys(body)}
-        command = Command(f"cmd-{self.sequence + 1}", type_, GROUP, actor, body, NOW)
+        command = Command(
+            f"cmd-{self.sequence + 1}", type_, GROUP, actor, body, now, session_epoch, roles
+        )
+        view: dict[StateKey, Any] = {}
+        for _ in range(3):
+            missing = spec.keys(command, view) - view.keys()
+            if not missing:
+                break
+            view.update({key: self.state.get(key) for key in missing})
         return decider.decide(view, command)
 
     def then(self, decision: Decision, *, actor: str = "user:alice") -> list[tuple[str, dict]]:

@@ -34,6 +34,7 @@ def test_create_appends_mission_created_with_the_body() -> None:
         "work_items": [],
         "created_by": OLGA,
         "created_sequence": 1,
+        "link": None,
     }
 
 
@@ -50,7 +51,7 @@ def test_child_mission_with_unknown_parent_is_not_found() -> None:
     """R10.4-06: the parent must exist in the group."""
     error = Scenario().refused(CREATE, _body("m-2", parent="m-missing"))
     assert error.code is ErrorCode.NOT_FOUND
-    assert error.details == {"path": "$.parent"}
+    assert error.details == {"path": "$.parent", "mission": "m-missing"}
 
 
 def test_parent_lists_its_children_in_creation_order() -> None:

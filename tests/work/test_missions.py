@@ -51,6 +51,7 @@ def test_a_created_mission_is_served_with_the_wire_fields(world: World) -> None:
         "work_items": [],
         "created_by": "agent:w1",
         "created_sequence": outcome.body["events"][0]["sequence"],
+        "link": None,
     }
 
 

@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from apps.ledger import authority, selectors
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
-from apps.work.selectors import mission_document
+from apps.work.selectors import mission_document, work_item_document
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .. import schema
@@ -149,3 +149,15 @@ class MissionDetailApi(APIView):
         caller = require_caller(request)
         selectors.access_group(group, caller.principal)
         return Response(mission_document(group, mission))
+
+
+class WorkItemDetailApi(APIView):
+    @extend_schema(
+        parameters=[schema.GROUP, OpenApiParameter("work_item", str, OpenApiParameter.PATH)],
+        responses={200: schema.WorkItemSerializer, **schema.errors(401, 403, 404)},
+        summary="The WorkItem projection",
+    )
+    def get(self, request: Request, group: str, work_item: str) -> Response:
+        caller = require_caller(request)
+        selectors.access_group(group, caller.principal)
+        return Response(work_item_document(group, work_item))

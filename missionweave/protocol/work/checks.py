@@ -1,0 +1,180 @@
+"""Shared pieces of the WorkItem commands: limits, owner and lease checks, field checkers.
+
+Refusals follow wire.md §8's precedence for an owner's command: a principal that never owned
+the item is ``FORBIDDEN``, a former owner ``STALE_OWNERSHIP``, the current owner with an older
+lease id ``STALE_LEASE`` whatever the state — and only then is the state checked against the
+table in ``states.py`` (``ILLEGAL_TRANSITION``)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from .. import states as S
+from ..canonical import is_digest
+from ..errors import ErrorCode, ProtocolError
+from ..facts import Command, StateKey, View
+from ..timefmt import parse_timestamp
+from ..validation import (
+    check_choice,
+    check_fields,
+    check_principal,
+    check_text,
+    find_private_reasoning,
+    malformed,
+)
+from ..workitems import (
+    Lease,
+    WorkItem,
+    work_item_key,
+)
+
+#: how long an owner has to start after accepting (R11.3-02), capped by the contract deadline
+START_WINDOW = timedelta(minutes=10)
+#: an execution lease's length; ``lease.renew`` extends it by as much
+LEASE_TTL = timedelta(minutes=5)
+#: how long a blocked owner keeps the item before it may be offered to another (R11.4-05)
+BLOCKED_LEASE = timedelta(minutes=30)
+MAX_URGENT_OFFERS = 16
+MAX_SEQUENTIAL_OFFERS = 32
+SELECTION_BASIS_FIELDS = (
+    "capability_match", "authorization_eligibility", "availability_estimate", "expected_cost",
+    "reliability_evidence", "policy_rules",
+)  # fmt: skip
+REJECT_REASONS = ("capacity", "deadline", "capability", "authorization", "dependency", "budget")
+VERDICTS = ("pass", "fail", "inconclusive")
+REVIEW_VERDICTS = ("pass", "fail", "needs_changes")
+METHODS = ("deterministic", "agent_review", "human_review")
+
+
+# --- shared checks -----------------------------------------------------------------------
+
+
+def require_item(view: View, work_item: str) -> WorkItem:
+    item = view.get(work_item_key(work_item))
+    if item is None:
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"no WorkItem {work_item!r} in this group",
+            requirement="wire§4",
+            details={"path": "$.work_item", "work_item": work_item},
+        )
+    return item
+
+
+def require_owner(item: WorkItem, actor: str) -> None:
+    """wire.md §8 precedence, first two steps (R11.3-01)."""
+    if item.owner == actor:
+        return
+    if actor in item.former_owners:
+        raise ProtocolError(
+            ErrorCode.STALE_OWNERSHIP,
+            f"{actor} no longer owns {item.id}",
+            requirement="R11.3-01",
+            details={"work_item": item.id, "ownership_epoch": item.ownership_epoch},
+        )
+    raise ProtocolError(
+        ErrorCode.FORBIDDEN,
+        f"{actor} does not own {item.id}",
+        requirement="wire§9",
+        details={"work_item": item.id},
+    )
+
+
+def require_current_lease_id(item: WorkItem, lease_id: str) -> None:
+    """R11.3-04, R11.3-05: the owner's command carries the current lease id."""
+    if item.lease is None or item.lease.lease_id != lease_id:
+        raise ProtocolError(
+            ErrorCode.STALE_LEASE,
+            f"lease {lease_id!r} is not the current lease of {item.id}",
+            requirement="R11.3-05",
+            details={"work_item": item.id},
+        )
+
+
+def require_live_lease(item: WorkItem, now: datetime) -> Lease:
+    """After the state check: the lease has not run out by the authority clock (R11.3-09)."""
+    lease = item.lease
+    assert lease is not None
+    if lease.status != "active" or parse_timestamp(lease.expires_at) <= now:
+        raise ProtocolError(
+            ErrorCode.STALE_LEASE,
+            f"lease {lease.lease_id} of {item.id} has expired",
+            requirement="R11.3-09",
+            details={"work_item": item.id, "expires_at": lease.expires_at},
+        )
+    return lease
+
+
+def owner_with_lease(view: View, command: Command) -> tuple[WorkItem, Lease]:
+    """The owner's execution command: ownership, lease id, state, live lease — in that order."""
+    item = require_item(view, command.body["work_item"])
+    require_owner(item, command.actor)
+    require_current_lease_id(item, command.body["lease_id"])
+    S.require_state(command.type, item.state, work_item=item.id)
+    return item, require_live_lease(item, command.now)
+
+
+def item_keys(command: Command, view: View) -> set[StateKey]:
+    return {work_item_key(command.body["work_item"])}
+
+
+def strings(value: object, path: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise malformed("expected a list of strings", path)
+    return value
+
+
+def digests(value: object, path: str) -> list[str]:
+    if not isinstance(value, list):
+        raise malformed("expected a list of sha256 digests", path)
+    for index, item in enumerate(value):
+        if not is_digest(item):
+            raise malformed("expected sha256:<64 lowercase hex>", f"{path}[{index}]", "wire§1")
+    return value
+
+
+def timestamp(value: object, path: str) -> datetime:
+    try:
+        return parse_timestamp(value)
+    except (ValueError, OverflowError):
+        raise malformed("expected an RFC 3339 UTC timestamp ending in Z", path, "wire§1") from None
+
+
+def no_private_reasoning(value: object, path: str, requirement: str) -> None:
+    found = find_private_reasoning(value, path)
+    if found is not None:
+        raise malformed("private reasoning is never recorded", found, requirement)
+
+
+def check_evidence_item(value: object, path: str) -> dict[str, Any]:
+    """An evidence item (wire.md §9, R13.2-04) with no private reasoning (R13.2-05)."""
+    if not isinstance(value, dict):
+        raise malformed("an evidence item is an object", path, "R13.2-04")
+    no_private_reasoning(value, path, "R13.2-05")
+    check_fields(
+        value, required=("criterion", "method", "result", "producer", "artifacts"), path=path
+    )
+    check_text(value["criterion"], f"{path}.criterion", max_length=200)
+    check_choice(value["method"], METHODS, f"{path}.method")
+    result = value["result"]
+    if not isinstance(result, dict):
+        raise malformed("result is an object", f"{path}.result", "R13.2-04")
+    check_fields(result, required=("verdict", "summary", "data"), path=f"{path}.result")
+    check_choice(result["verdict"], VERDICTS, f"{path}.result.verdict")
+    check_text(result["summary"], f"{path}.result.summary", empty=True)
+    check_principal(value["producer"], f"{path}.producer")
+    digests(value["artifacts"], f"{path}.artifacts")
+    return value
+
+
+def evidence_list(value: object, path: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise malformed("evidence is a list of evidence items", path, "R13.2-02")
+    return [check_evidence_item(item, f"{path}[{index}]") for index, item in enumerate(value)]
+
+
+def approvals_required(item: WorkItem) -> int:
+    """How many distinct mission_owner grants ``work.start`` needs (R10.1-01(i))."""
+    risk = item.contract.get("risk", {})
+    return int(risk.get("approvals_required", 1)) if risk.get("requires_execution_approval") else 0

@@ -1,0 +1,275 @@
+"""The owner's commands: ``work.start`` and everything done under its lease (R10.2-07..11,
+R11.3, R11.4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import states as S
+from ..canonical import digest, is_digest
+from ..errors import ErrorCode, ProtocolError
+from ..facts import Command, Decision, NewEvent, StateKey, View
+from ..timefmt import format_timestamp
+from ..validation import (
+    BUDGET_DIMENSIONS,
+    check_fields,
+    check_id,
+    check_text,
+    is_number,
+    malformed,
+)
+from ..workitems import (
+    WorkItem,
+    work_item_key,
+)
+from .checks import (
+    LEASE_TTL,
+    approvals_required,
+    digests,
+    evidence_list,
+    no_private_reasoning,
+    owner_with_lease,
+    require_item,
+    require_owner,
+    strings,
+    timestamp,
+)
+
+# --- work.start (R10.2-07, R11.3-03, R10.4-03) -----------------------------------------------
+
+
+def validate_start(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "ownership_epoch"))
+    check_id(body["work_item"], "$.work_item")
+    epoch = body["ownership_epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        raise malformed("ownership_epoch is a positive integer", "$.ownership_epoch")
+
+
+def keys_of_start(command: Command, view: View) -> set[StateKey]:
+    keys = {work_item_key(command.body["work_item"])}
+    item: WorkItem | None = view.get(work_item_key(command.body["work_item"]))
+    if item is not None:
+        keys.update(work_item_key(dep) for dep in item.depends_on)
+    return keys
+
+
+def lease_id_for(group: str, item: WorkItem, command_id: str) -> str:
+    """A stable lease id: the same command replayed names the same lease (R11.3-03)."""
+    source = {
+        "group": group,
+        "work_item": item.id,
+        "epoch": item.ownership_epoch,
+        "attempt": item.attempts + 1,
+        "command": command_id,
+    }
+    return "lease_" + digest(source)[7:39]
+
+
+def unmet_dependencies(view: View, item: WorkItem) -> list[str]:
+    """The dependencies that do not satisfy the contract's policy (R10.4-03)."""
+    policy = item.contract.get("dependency_policy", "all_verified")
+    done = {S.VERIFIED} if policy == "all_verified" else S.DEPENDENCY_TERMINAL
+    unmet = []
+    for dep in item.depends_on:
+        other = view.get(work_item_key(dep))
+        if other is None or other.state not in done:
+            unmet.append(dep)
+    return unmet
+
+
+def decide_start(view: View, command: Command) -> Decision:
+    item = require_item(view, command.body["work_item"])
+    require_owner(item, command.actor)
+    if command.body["ownership_epoch"] != item.ownership_epoch:
+        raise ProtocolError(
+            ErrorCode.STALE_OWNERSHIP,
+            f"ownership epoch {command.body['ownership_epoch']} is not the current one",
+            requirement="R11.3-01",
+            details={"ownership_epoch": item.ownership_epoch},
+        )
+    S.require_state(command.type, item.state, work_item=item.id)
+    needed = approvals_required(item)
+    if len(item.approvals) < needed:
+        raise ProtocolError(
+            ErrorCode.APPROVAL_REQUIRED,
+            f"{item.id} needs {needed} execution approval(s), has {len(item.approvals)}",
+            requirement="R10.1-01",
+            details={"approvals": len(item.approvals), "approvals_required": needed},
+        )
+    unmet = unmet_dependencies(view, item)
+    if unmet:
+        raise ProtocolError(
+            ErrorCode.DEPENDENCY_UNMET,
+            f"{item.id} waits for {', '.join(unmet)}",
+            requirement="R10.4-03",
+            details={"unmet": unmet, "policy": item.contract.get("dependency_policy")},
+        )
+    started = format_timestamp(command.now)
+    lease = {
+        "lease_id": lease_id_for(command.group, item, command.id),
+        "agent": command.actor,
+        "session_epoch": command.session_epoch,
+        "work_item": item.id,
+        "ownership_epoch": item.ownership_epoch,
+        "started_at": started,
+        "expires_at": format_timestamp(command.now + LEASE_TTL),
+    }
+    payload = {
+        "work_item": item.id,
+        "ownership_epoch": item.ownership_epoch,
+        "lease": lease,
+        "attempt": item.attempts + 1,
+    }
+    result = {
+        "lease": {"lease_id": lease["lease_id"], "expires_at": lease["expires_at"]},
+        "capability_tokens": [],
+    }
+    return Decision([NewEvent("work.started", payload)], result)
+
+
+# --- the owner's execution commands (R11.3-04) -----------------------------------------------
+
+
+def _validate_owner_body(
+    body: dict[str, Any], required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> None:
+    check_fields(body, required=("work_item", "lease_id", *required), optional=optional)
+    check_id(body["work_item"], "$.work_item")
+    check_id(body["lease_id"], "$.lease_id")
+
+
+def validate_renew(body: dict[str, Any]) -> None:
+    _validate_owner_body(body, ())
+
+
+def decide_renew(view: View, command: Command) -> Decision:
+    item, lease = owner_with_lease(view, command)
+    expires_at = format_timestamp(command.now + LEASE_TTL)
+    payload = {"work_item": item.id, "lease_id": lease.lease_id, "expires_at": expires_at}
+    return Decision(
+        [NewEvent("lease.renewed", payload)],
+        {"lease": {"lease_id": lease.lease_id, "expires_at": expires_at}},
+    )
+
+
+def validate_progress(body: dict[str, Any]) -> None:
+    """R11.4-01: structured progress; R11.4-02: no percentages (no such field exists)."""
+    _validate_owner_body(
+        body,
+        (
+            "phase",
+            "milestones_completed",
+            "next_checkpoint",
+            "blockers",
+            "estimate",
+            "evidence_refs",
+        ),
+    )
+    check_text(body["phase"], "$.phase", max_length=200)
+    strings(body["milestones_completed"], "$.milestones_completed")
+    if body["next_checkpoint"] is not None:
+        check_text(body["next_checkpoint"], "$.next_checkpoint", max_length=500)
+    strings(body["blockers"], "$.blockers")
+    estimate = body["estimate"]
+    if not isinstance(estimate, dict):
+        raise malformed("estimate is {finish_at, confidence}", "$.estimate", "R11.4-01")
+    check_fields(estimate, required=("finish_at", "confidence"), path="$.estimate")
+    timestamp(estimate["finish_at"], "$.estimate.finish_at")
+    confidence = estimate["confidence"]
+    if not is_number(confidence) or not 0 <= confidence <= 1:
+        raise malformed("confidence is a number from 0 to 1", "$.estimate.confidence", "R11.4-01")
+    strings(body["evidence_refs"], "$.evidence_refs")
+    no_private_reasoning(body, "$", "R13.2-05")
+
+
+def _recorded(event: str):
+    def decide(view: View, command: Command) -> Decision:
+        owner_with_lease(view, command)
+        return Decision([NewEvent(event, dict(command.body))])
+
+    return decide
+
+
+def validate_usage(body: dict[str, Any]) -> None:
+    _validate_owner_body(body, ("usage",))
+    usage = body["usage"]
+    if not isinstance(usage, dict):
+        raise malformed("usage is an object keyed by dimension", "$.usage", "R10.1-01")
+    for name, amount in usage.items():
+        if name not in BUDGET_DIMENSIONS:
+            raise malformed(f"unknown dimension {name!r}", f"$.usage.{name}", "R10.1-01")
+        if not is_number(amount) or amount < 0:
+            raise malformed("usage is a non-negative number", f"$.usage.{name}", "R10.1-01")
+
+
+def validate_checkpoint(body: dict[str, Any]) -> None:
+    _validate_owner_body(body, ("checkpoint",))
+    _check_checkpoint(body["checkpoint"], "$.checkpoint")
+
+
+def _check_checkpoint(value: object, path: str) -> None:
+    if not isinstance(value, dict):
+        raise malformed("a checkpoint is {ref, state_digest, artifacts}", path, "R11.3-13")
+    check_fields(value, required=("ref", "state_digest", "artifacts"), path=path)
+    check_text(value["ref"], f"{path}.ref", max_length=500)
+    if not is_digest(value["state_digest"]):
+        raise malformed("state_digest is sha256:<64 hex>", f"{path}.state_digest", "wire§1")
+    digests(value["artifacts"], f"{path}.artifacts")
+
+
+def validate_block(body: dict[str, Any]) -> None:
+    """R11.4-04: a block carries its required resolution and a checkpoint."""
+    _validate_owner_body(body, ("required_resolution", "checkpoint"))
+    check_text(body["required_resolution"], "$.required_resolution")
+    _check_checkpoint(body["checkpoint"], "$.checkpoint")
+
+
+def validate_submit(body: dict[str, Any]) -> None:
+    _validate_owner_body(body, ("artifacts", "evidence"))
+    digests(body["artifacts"], "$.artifacts")
+    evidence_list(body["evidence"], "$.evidence")
+
+
+def decide_submit(view: View, command: Command) -> Decision:
+    """R10.2-11, R13.2-02; a former owner's result is kept for audit only (R11.5-02, R11.5-03)."""
+    item = require_item(view, command.body["work_item"])
+    if item.owner != command.actor and command.actor in item.former_owners:
+        payload = {
+            **command.body,
+            "former_owner": command.actor,
+            "current_ownership_epoch": item.ownership_epoch,
+        }
+        return Decision(
+            [NewEvent("work.late_result_recorded", payload)],
+            {"late_result": True, "state": item.state},
+            status=202,
+        )
+    item, _lease = owner_with_lease(view, command)
+    criteria = [c["id"] for c in item.contract.get("acceptance_criteria", [])]
+    covered = {e["criterion"] for e in command.body["evidence"]}
+    missing = [c for c in criteria if c not in covered]
+    if missing:
+        raise ProtocolError(
+            ErrorCode.EVIDENCE_MISSING,
+            f"no evidence for acceptance criteria {', '.join(missing)}",
+            requirement="R13.2-02",
+            details={"missing": missing},
+        )
+    return Decision([NewEvent("work.submitted", dict(command.body))])
+
+
+decide_progress = _recorded("work.progress_reported")
+decide_usage = _recorded("work.usage_recorded")
+
+
+def decide_checkpoint(view: View, command: Command) -> Decision:
+    """R10.2-08: durable progress releases execution (R11.3-09)."""
+    owner_with_lease(view, command)
+    return Decision([NewEvent("work.checkpointed", dict(command.body))])
+
+
+def decide_block(view: View, command: Command) -> Decision:
+    """R10.2-09, R11.4-04: checkpoint, ``work.blocked`` with the resolution, release."""
+    owner_with_lease(view, command)
+    return Decision([NewEvent("work.blocked", dict(command.body))])

@@ -1,0 +1,161 @@
+"""The coordinator's side: ``work.unblock``, ``evidence.record``, ``work.accept_result``,
+``work.fail`` and ``work.cancel`` (R10.2-10, R10.2-12..14, R13.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import states as S
+from ..errors import ErrorCode, ProtocolError
+from ..facts import Command, Decision, NewEvent, View
+from ..validation import (
+    check_choice,
+    check_fields,
+    check_id,
+    check_text,
+    malformed,
+)
+from .checks import (
+    REVIEW_VERDICTS,
+    check_evidence_item,
+    evidence_list,
+    no_private_reasoning,
+    require_current_lease_id,
+    require_item,
+    require_owner,
+)
+
+# --- coordinator commands ------------------------------------------------------------------
+
+
+def validate_unblock(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "to"))
+    check_id(body["work_item"], "$.work_item")
+    check_choice(body["to"], (S.QUEUED, S.OPEN), "$.to")
+
+
+def decide_unblock(view: View, command: Command) -> Decision:
+    item = require_item(view, command.body["work_item"])
+    S.require_state(command.type, item.state, work_item=item.id)
+    if item.child is not None and item.child.get("status") == "running":
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{item.id} is blocked by its running child mission",
+            requirement="R10.2-15",
+            details={"child": item.child},
+        )
+    if command.body["to"] == S.QUEUED and item.owner is None:
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{item.id} has no owner to queue it for",
+            requirement="R10.2-10",
+        )
+    return Decision([NewEvent("work.unblocked", dict(command.body))])
+
+
+def validate_evidence_record(body: dict[str, Any]) -> None:
+    if not isinstance(body.get("work_item"), str):
+        raise malformed("missing field 'work_item'", "$.work_item")
+    check_id(body["work_item"], "$.work_item")
+    check_evidence_item({k: v for k, v in body.items() if k != "work_item"}, "$")
+
+
+def decide_evidence_record(view: View, command: Command) -> Decision:
+    item = require_item(view, command.body["work_item"])
+    S.require_state(command.type, item.state, work_item=item.id)
+    return Decision([NewEvent("evidence.recorded", dict(command.body))])
+
+
+def validate_accept_result(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "review"))
+    check_id(body["work_item"], "$.work_item")
+    review = body["review"]
+    if not isinstance(review, dict):
+        raise malformed("review is {verdicts, summary}", "$.review", "R13.2-03")
+    no_private_reasoning(review, "$.review", "R13.2-05")
+    check_fields(review, required=("verdicts", "summary"), path="$.review")
+    check_text(review["summary"], "$.review.summary", empty=True)
+    verdicts = review["verdicts"]
+    if not isinstance(verdicts, list):
+        raise malformed("verdicts is a list", "$.review.verdicts", "R13.2-03")
+    for index, verdict in enumerate(verdicts):
+        path = f"$.review.verdicts[{index}]"
+        if not isinstance(verdict, dict):
+            raise malformed("a verdict is {criterion, verdict, note}", path, "R13.2-03")
+        check_fields(verdict, required=("criterion", "verdict", "note"), path=path)
+        check_text(verdict["criterion"], f"{path}.criterion", max_length=200)
+        check_choice(verdict["verdict"], REVIEW_VERDICTS, f"{path}.verdict")
+        check_text(verdict["note"], f"{path}.note", empty=True)
+
+
+def decide_accept_result(view: View, command: Command) -> Decision:
+    """R10.2-12: verified on a review that passes every criterion; a ``human_review``
+    criterion needs a human mission_owner's review (wire.md §9)."""
+    item = require_item(view, command.body["work_item"])
+    S.require_state(command.type, item.state, work_item=item.id)
+    criteria = item.contract.get("acceptance_criteria", [])
+    if any(c.get("method") == "human_review" for c in criteria) and not (
+        command.actor.startswith("user:") and "mission_owner" in command.actor_roles
+    ):
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN,
+            "a human_review criterion is accepted by a human mission_owner",
+            requirement="R13.2-03",
+        )
+    verdicts = {v["criterion"]: v["verdict"] for v in command.body["review"]["verdicts"]}
+    missing = [c["id"] for c in criteria if c["id"] not in verdicts]
+    if missing:
+        raise ProtocolError(
+            ErrorCode.EVIDENCE_MISSING,
+            f"no verdict for {', '.join(missing)}",
+            requirement="R13.2-02",
+            details={"missing": missing},
+        )
+    failing = [criterion for criterion, verdict in verdicts.items() if verdict != "pass"]
+    if failing:
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"criteria {', '.join(failing)} did not pass: fail the item or offer it again",
+            requirement="R10.2-12",
+            details={"failing": failing},
+        )
+    return Decision([NewEvent("work.result_accepted", dict(command.body))])
+
+
+def validate_fail(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "evidence"), optional=("lease_id",))
+    check_id(body["work_item"], "$.work_item")
+    if body.get("lease_id") is not None:
+        check_id(body["lease_id"], "$.lease_id")
+    evidence_list(body["evidence"], "$.evidence")
+
+
+def decide_fail(view: View, command: Command) -> Decision:
+    """R10.2-13: the owner (with its lease id) or a coordinator fails the item, with evidence."""
+    item = require_item(view, command.body["work_item"])
+    if "lease_id" in command.body or "coordinator" not in command.actor_roles:
+        require_owner(item, command.actor)
+        require_current_lease_id(item, command.body.get("lease_id", ""))
+        S.require_state(command.type, item.state, work_item=item.id)
+    else:
+        S.require_state(command.type, item.state, work_item=item.id)
+    if not command.body["evidence"]:
+        raise ProtocolError(
+            ErrorCode.EVIDENCE_MISSING,
+            "a failure carries evidence",
+            requirement="R10.2-13",
+            details={"missing": ["failure evidence"]},
+        )
+    return Decision([NewEvent("work.failed", dict(command.body))])
+
+
+def validate_cancel(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "reason"))
+    check_id(body["work_item"], "$.work_item")
+    check_text(body["reason"], "$.reason")
+
+
+def decide_cancel(view: View, command: Command) -> Decision:
+    item = require_item(view, command.body["work_item"])
+    S.require_state(command.type, item.state, work_item=item.id)
+    return Decision([NewEvent("work.cancelled", dict(command.body))])

@@ -1,4 +1,4 @@
-"""Reads behind the dashboard pages: a person's groups, a page of a log, a group's missions.
+"""Reads behind the dashboard pages: a person's groups, a page of a log (work reads: ``work``).
 
 Every group read is membership-checked by the caller of these functions (the views answer
 404 to non-members, so a page never reveals that a group exists).
@@ -12,7 +12,6 @@ from typing import Any
 
 from apps.ledger.models import Event, GroupLog
 from apps.registry.models import Membership
-from apps.work.models import Mission
 from missionweave.protocol.canonical import ZERO_HASH
 
 from .timeline import CheckedPage, check_page
@@ -158,6 +157,7 @@ def _hash_at(group_id: str, sequence: int) -> str | None:
     return json.loads(text).get("hash") if text is not None else None
 
 
-def group_missions(group_id: str) -> list[Mission]:
-    """The group's missions, newest first (the Mission projection)."""
-    return list(Mission.objects.filter(group_id=group_id).order_by("-created_sequence"))
+def timeline_head(group_id: str) -> int:
+    """The group's head sequence: a live page subscribes after it."""
+    head = GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True)
+    return head.first() or 0

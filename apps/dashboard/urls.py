@@ -5,12 +5,28 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import views, work_views
 
 app_name = "dashboard"
 urlpatterns = [
     path("", views.group_list, name="groups"),
     path("groups/<str:group>/", views.group_detail, name="group"),
+    path("groups/<str:group>/work/", work_views.group_work, name="group-work"),
+    path(
+        "groups/<str:group>/work-items/<str:work_item>/",
+        work_views.work_item_detail,
+        name="work-item",
+    ),
+    path(
+        "groups/<str:group>/work-items/<str:work_item>/section/",
+        work_views.work_item_section,
+        name="work-item-section",
+    ),
+    path(
+        "groups/<str:group>/work-items/<str:work_item>/approve/",
+        work_views.work_item_approve,
+        name="work-item-approve",
+    ),
     path(
         "login/",
         auth_views.LoginView.as_view(

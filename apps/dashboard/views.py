@@ -1,4 +1,5 @@
-"""Dashboard pages: the groups a person belongs to and a group's verified, live timeline.
+"""Dashboard pages: the groups a person belongs to and a group's verified, live timeline
+(with its live work section, from ``work_views``).
 
 Thin function views: reads come from ``selectors``, checking the chain from ``timeline``.
 A group the person is not an active member of is 404 whether or not it exists: like
@@ -13,7 +14,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
-from . import selectors
+from . import selectors, work
+from .work_views import work_context
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
 
@@ -52,6 +54,9 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
         request,
         "dashboard/group-detail.html",
         {
+            # Read after the timeline: the projections are at least as new as its head, and
+            # every later event reaches the page over the stream, which refreshes them.
+            **work_context(membership),
             "group": membership.group,
             "membership": membership,
             "page": page,
@@ -62,7 +67,7 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
                 "anchor_sequence": page.checked.anchor_sequence,
                 "anchor_hash": page.checked.anchor_hash,
                 "documents": page.documents_oldest_first,
+                "work_families": work.LIVE_FAMILIES,
             },
-            "missions": selectors.group_missions(group),
         },
     )

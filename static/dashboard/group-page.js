@@ -1,7 +1,10 @@
-// The group page: re-verify the rendered page in the browser, then follow the log live.
+// The group page: re-verify the rendered page in the browser, then follow the log live; the
+// work section (missions, WorkItems, approvals) is re-fetched when their events arrive.
 
 import { canDigest } from "./canonical.js";
 import { ChainFollower } from "./chain.js";
+import { connectionStatus, followWhileShown } from "./connection.js";
+import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
 import { markBrowserVerdict, renderLiveEvent } from "./timeline.js";
 import { keepRelativeTimesFresh } from "./times.js";
@@ -10,15 +13,11 @@ const data = JSON.parse(document.getElementById("timeline-data").textContent);
 const timeline = document.getElementById("timeline");
 const template = document.getElementById("event-template");
 const chainStatus = document.getElementById("chain-status");
-const connection = document.getElementById("connection-status");
+const showConnection = connectionStatus(document.getElementById("connection-status"));
+const work = new LiveSection({ elementId: "work-items", families: data.work_families });
 
 function itemAt(sequence) {
   return timeline.querySelector(`li.event[data-sequence="${sequence}"]`);
-}
-
-function showConnection(state, label) {
-  connection.dataset.state = state;
-  connection.querySelector('[data-field="label"]').textContent = label;
 }
 
 function showBrowserCheck(follower, count, live = 0) {
@@ -52,6 +51,7 @@ function followNewest(follower) {
   let queue = Promise.resolve();
   let liveCount = 0;
   const onEvent = (event) => {
+    work.notify(event);
     // Digests are async: chain them so events are verified and shown strictly in order.
     queue = queue.then(async () => {
       const verdict = await follower.next(event);
@@ -78,6 +78,7 @@ function countNewer() {
     group: data.group,
     afterSequence: data.head_sequence,
     onEvent: (event) => {
+      work.notify(event); // the work section always shows the present, even on an old page
       count += 1;
       document.getElementById("head-sequence").textContent = "#" + event.sequence;
       if (notice) {
@@ -91,9 +92,4 @@ function countNewer() {
 
 keepRelativeTimesFresh();
 const follower = await verifyRenderedPage();
-const stream = data.live ? followNewest(follower) : countNewer();
-stream.start();
-window.addEventListener("pagehide", () => stream.stop());
-window.addEventListener("pageshow", (event) => {
-  if (event.persisted) stream.start(); // back from the bfcache: resume after the last seen
-});
+followWhileShown(data.live ? followNewest(follower) : countNewer());

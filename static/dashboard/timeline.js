@@ -47,6 +47,7 @@ export function markBrowserVerdict(item, verdict) {
 export function renderLiveEvent(template, event, verdict) {
   const item = template.content.firstElementChild.cloneNode(true);
   item.dataset.sequence = String(event.sequence);
+  item.id = "event-" + event.sequence;
   item.dataset.verdict = verdict;
   item.dataset.browser = verdict;
   item.classList.add("event--new");

@@ -1,0 +1,27 @@
+"""Template helpers of the dashboard pages."""
+
+from __future__ import annotations
+
+from django import template
+
+from apps.dashboard.commands import new_command_id
+from missionweave.protocol.timefmt import parse_timestamp
+
+register = template.Library()
+
+
+@register.simple_tag
+def fresh_command_id() -> str:
+    """A new command id for a form: resubmitting that same form is an idempotent replay."""
+    return new_command_id()
+
+
+@register.filter
+def wire_time(value: object) -> str:
+    """A wire.md timestamp as people read it (``2026-11-30 12:16:28 UTC``); anything that is
+    not one is shown as it is."""
+    try:
+        moment = parse_timestamp(value)
+    except (TypeError, ValueError):
+        return "" if value is None else str(value)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

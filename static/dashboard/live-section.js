@@ -1,0 +1,97 @@
+// A server-rendered section that follows the log. The browser never rebuilds projections:
+// when an event that may change the section arrives, it fetches the section again (debounced,
+// one request at a time, the last one always after the last event) and swaps it in, keeping
+// whatever the person was typing into its forms.
+
+const DEBOUNCE_MS = 150;
+
+function familyOf(type) {
+  return String(type).split(".", 1)[0];
+}
+
+function draftFields(root) {
+  const fields = [];
+  for (const form of root.querySelectorAll("form[data-form-key]")) {
+    for (const field of form.querySelectorAll("textarea, input[type=text]")) {
+      fields.push([form.dataset.formKey + "|" + field.name, field]);
+    }
+  }
+  return fields;
+}
+
+export class LiveSection {
+  // elementId: the section's root (it carries data-refresh-url; the response's root has the
+  // same id). families: event-type prefixes that matter. matches(event): a finer filter.
+  constructor({ elementId, families, matches = () => true }) {
+    this.elementId = elementId;
+    this.families = new Set(families);
+    this.matches = matches;
+    this.timer = null;
+    this.running = false;
+    this.again = false;
+    this.leaving = false;
+    // A form being submitted must not be swapped out from under the browser.
+    document.addEventListener("submit", () => (this.leaving = true));
+    window.addEventListener("pageshow", () => (this.leaving = false));
+  }
+
+  get element() {
+    return document.getElementById(this.elementId);
+  }
+
+  notify(event) {
+    if (!this.families.has(familyOf(event.type)) || !this.matches(event)) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.refresh(), DEBOUNCE_MS);
+  }
+
+  async refresh() {
+    if (this.running) {
+      this.again = true; // refresh once more when this one is done
+      return;
+    }
+    this.running = true;
+    try {
+      const response = await fetch(this.element.dataset.refreshUrl, {
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { Accept: "text/html" },
+      });
+      // 404: the membership is gone; the stream says so, the section stays as it was.
+      if (response.ok && !this.leaving) this.swap(await response.text());
+    } catch {
+      // Offline: the stream reconnects and replays what was missed, which refreshes again.
+    } finally {
+      this.running = false;
+      if (this.again) {
+        this.again = false;
+        this.refresh();
+      }
+    }
+  }
+
+  swap(html) {
+    const current = this.element;
+    const holder = document.createElement("template");
+    holder.innerHTML = html;
+    const fresh = holder.content.getElementById(this.elementId);
+    if (!current || !fresh) return;
+    const drafts = new Map();
+    let focus = null;
+    for (const [key, field] of draftFields(current)) {
+      if (field.value) drafts.set(key, field.value);
+      if (field === document.activeElement) {
+        focus = { key, start: field.selectionStart, end: field.selectionEnd };
+      }
+    }
+    current.replaceWith(fresh);
+    for (const [key, field] of draftFields(fresh)) {
+      if (drafts.has(key)) field.value = drafts.get(key);
+      if (focus && focus.key === key) {
+        field.focus();
+        field.setSelectionRange(focus.start, focus.end);
+      }
+    }
+    fresh.dataset.refreshedAt = new Date().toISOString();
+  }
+}

@@ -1,0 +1,459 @@
+"""The work pages through Django's test client: a group's missions and WorkItems, one
+WorkItem's page, the items waiting for an execution approval, and granting that approval
+from the dashboard through the one write path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from apps.ledger.models import Event
+from tests.dashboard import workflows as wf
+from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.html import element, text
+from tests.factories import HumanPersona, grant, human, unique
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass
+class Owners:
+    dash: Dashboard
+    petra: HumanPersona  # a second mission_owner
+
+    @property
+    def group(self) -> str:
+        return self.dash.world.group
+
+
+@pytest.fixture
+def owners(dash: Dashboard) -> Owners:
+    petra = human("petra")
+    grant(dash.world.alice, dash.world.group, petra, "mission_owner")
+    return Owners(dash, petra)
+
+
+def page(client: Client, path: str) -> str:
+    response = client.get(path)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def approve_form(html: str, item: str) -> dict[str, str]:
+    """The hidden fields of the approval form that ``html`` shows for ``item``."""
+    form = element(html, "data-form-key", f"approve:{item}")
+    return dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)"', form))
+
+
+def post_approval(client: Client, owners: Owners, item: str, **fields: object) -> str:
+    """POST the form (following the redirect) and return the page it leads back to."""
+    data = {"comment": "looks safe", **fields}
+    response = client.post(f"/groups/{owners.group}/work-items/{item}/approve/", data, follow=True)
+    assert response.redirect_chain, "the form answers with a redirect (post/redirect/get)"
+    assert response.redirect_chain[0][1] == 302
+    return response.content.decode()
+
+
+def flash(html: str) -> str:
+    return text(element(html, "id", "flash"))
+
+
+def grants(group: str) -> list[dict[str, object]]:
+    return [
+        json.loads(document)
+        for document in Event.objects.filter(
+            group_id=group, type="approval.execution_granted"
+        ).values_list("document", flat=True)
+    ]
+
+
+# --- the group page -------------------------------------------------------------------------
+
+
+def test_group_page_lists_each_missions_work_items_with_state_owner_epoch_offers_and_links(
+    owners: Owners,
+) -> None:
+    """wire§4 work-items, R10.2, R10.3, R10.4: under its mission, each WorkItem shows its state,
+    revision, owner, ownership epoch, its offers with their status and its dependencies."""
+    world = owners.dash.world
+    m1 = wf.mission(world)
+    base = wf.queued(world, m1)
+    waiting = wf.authorize(world, m1, depends_on=(base,))
+    offered = wf.authorize(world, m1)
+    wf.offer(world, offered)
+    m2 = wf.mission(world)
+
+    html = page(logged_in(owners.dash.maria), f"/groups/{owners.group}/")
+
+    mission = element(html, "data-mission", m1)
+    assert [base, waiting, offered] == re.findall(r'data-work-item="([^"]+)"', mission)
+    row = text(element(mission, "data-work-item", base))
+    assert "queued" in row
+    assert "rev 1" in row
+    assert "owner agent:w2" in row
+    assert "ownership epoch 1" in row
+    assert "agent:w2 · accepted" in row
+    dependent = element(mission, "data-work-item", waiting)
+    assert 'data-state="open"' in dependent
+    assert "owner —" in text(dependent)
+    assert f'href="/groups/{owners.group}/work-items/{base}/"' in dependent
+    assert f"depends on {base} queued" in text(dependent)
+    assert "agent:w2 · open" in text(element(mission, "data-work-item", offered))
+    assert "No WorkItems yet." in text(element(html, "data-mission", m2))
+    assert html.index(f'data-mission="{m2}"') < html.index(f'data-mission="{m1}"')  # newest first
+
+
+def test_the_work_partial_is_the_same_section_alone_for_live_refreshes(owners: Owners) -> None:
+    """wire§7, R16-09: ``GET /groups/<g>/work/`` renders only the work section (what the page
+    swaps in when events arrive), with the current state."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world))
+    client = logged_in(owners.dash.maria)
+    before = page(client, f"/groups/{owners.group}/work/").strip()
+    assert before.startswith('<div class="work" id="work-items"')
+    assert element(before, "id", "work-items") == before
+    assert 'data-state="queued"' in element(before, "data-work-item", item)
+
+    wf.start(world, item)
+    after = page(client, f"/groups/{owners.group}/work/")
+    assert 'data-state="active"' in element(after, "data-work-item", item)
+
+
+def test_a_child_mission_is_linked_from_its_parent_work_item_and_back(owners: Owners) -> None:
+    """R10.2-15, R10.4-06: a WorkItem blocked on a child mission links to it, and the child
+    mission links back to the WorkItem it unblocks."""
+    world = owners.dash.world
+    parent = wf.mission(world)
+    item = wf.authorize(world, parent)
+    child = unique("m-child")
+    wf.submit(
+        world.w1,
+        world.group,
+        "mission.create_child",
+        {
+            "work_item": item,
+            "child": {"mission": child, "group": world.group, "goal": "Dig", "budgets": {}},
+            "failure_policy": "block_parent",
+        },
+    )
+    html = page(logged_in(owners.dash.maria), f"/groups/{owners.group}/")
+    row = element(element(html, "data-mission", parent), "data-work-item", item)
+    assert 'data-state="blocked"' in row
+    assert f'href="/groups/{owners.group}/#mission-{child}"' in row
+    assert "running" in text(element(row, "data-field", "child"))
+    child_block = element(html, "data-mission", child)
+    assert f'href="/groups/{owners.group}/work-items/{item}/"' in child_block
+
+
+# --- one WorkItem -----------------------------------------------------------------------------
+
+
+def test_work_item_page_shows_contract_budgets_offers_lease_history_and_conversation(
+    owners: Owners,
+) -> None:
+    """wire§4 work-items/{id}, R10.1-01, R10.2-02: the contract (goal, criteria, risk, budgets
+    used against limits), the offers, the lease, the history linking into the log, and the
+    messages posted about the item."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world))
+    lease = wf.start(world, item)
+    wf.submit(
+        world.w2,
+        world.group,
+        "work.usage",
+        {"work_item": item, "lease_id": lease, "usage": {"tokens": 1500, "money": 0.25}},
+    )
+    asked = wf.submit(
+        world.w2,
+        world.group,
+        "work.message",
+        {"work_item": item, "text": "Which month exactly?", "essential": True},
+    )
+    question = asked.body["result"]["message"]
+
+    html = page(logged_in(owners.dash.maria), f"/groups/{owners.group}/work-items/{item}/")
+
+    body = element(html, "id", "work-item-body")
+    assert "active" in text(element(body, "data-field", "state"))
+    assert "Summarise the incident reports of November" in body
+    assert "Covers every report" in body
+    assert "human_review" in body
+    assert "no execution approval needed" in text(element(body, "data-field", "risk"))
+    tokens = text(element(body, "data-dimension", "tokens"))
+    assert tokens == "tokens 1500 200000"
+    assert text(element(body, "data-dimension", "money")) == "money 0.25 5.0"
+    assert "agent:w2 · accepted" in text(element(body, "data-field", "offers"))
+    lease_text = text(element(body, "data-field", "lease"))
+    assert lease in lease_text
+    assert "active" in lease_text
+    assert "agent:w2" in lease_text
+    conversation = element(body, "id", f"message-{question}")
+    assert "Which month exactly?" in conversation
+    assert "open question" in text(conversation)
+    history = element(body, "aria-label", "History")
+    sequences = [int(s) for s in re.findall(r'<li data-sequence="(\d+)"', history)]
+    assert sequences == sorted(sequences, reverse=True)
+    assert len(sequences) == 6
+    newest = sequences[0]
+    assert f'href="/groups/{owners.group}/?before={newest + 1}#event-{newest}"' in history
+    assert "work.message_posted" in history
+
+
+def test_the_timeline_link_of_a_history_entry_lands_on_that_event(owners: Owners) -> None:
+    """wire§6: ``?before=N+1#event-N`` is a page of the log whose newest event is #N."""
+    world = owners.dash.world
+    wf.queued(world, wf.mission(world))
+    sequence = wf.head(owners.group) - 1
+    html = page(logged_in(owners.dash.maria), f"/groups/{owners.group}/?before={sequence + 1}")
+    assert re.search(rf'<li class="event[^"]*"\s+data-sequence="{sequence}"', html)
+    assert f'id="event-{sequence}"' in html
+
+
+def test_unknown_work_items_and_non_members_get_404(owners: Owners) -> None:
+    """wire§2, wire§4: a page never reveals what a person may not see."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract())
+    member = logged_in(owners.dash.maria)
+    assert member.get(f"/groups/{owners.group}/work-items/nope/").status_code == 404
+    for path in ("/groups/g-nowhere/work/", f"/groups/g-nowhere/work-items/{item}/"):
+        assert member.get(path).status_code == 404, path
+    nina = logged_in(owners.dash.nina)
+    before = wf.head(owners.group)
+    for path in (
+        f"/groups/{owners.group}/work/",
+        f"/groups/{owners.group}/work-items/{item}/",
+        f"/groups/{owners.group}/work-items/{item}/section/",
+    ):
+        assert nina.get(path).status_code == 404, path
+    response = nina.post(
+        f"/groups/{owners.group}/work-items/{item}/approve/",
+        {"contract_revision": 1, "comment": ""},
+    )
+    assert response.status_code == 404
+    assert wf.head(owners.group) == before
+
+
+def test_anonymous_visitors_are_sent_to_log_in(owners: Owners) -> None:
+    """wire§2: dashboard actions need a logged-in person."""
+    path = f"/groups/{owners.group}/work-items/x/approve/"
+    response = Client().post(path, {"contract_revision": 1})
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+# --- waiting for approval ---------------------------------------------------------------------
+
+
+def test_waiting_for_approval_lists_queued_gated_items_short_of_approvals(owners: Owners) -> None:
+    """R10.2-06: queued items whose contract requires execution approval and that have fewer
+    grants than required for the current revision; not ungated, not yet queued, not
+    sufficiently approved ones."""
+    world = owners.dash.world
+    m = wf.mission(world)
+    short = wf.queued(world, m, contract=wf.gated_contract(2))
+    wf.approve(world.olga, owners.group, short)
+    ungated = wf.queued(world, m)
+    enough = wf.queued(world, m, contract=wf.gated_contract(1))
+    wf.approve(world.olga, owners.group, enough)
+    offered = wf.authorize(world, m, contract=wf.gated_contract(1))
+    wf.offer(world, offered)
+
+    html = page(logged_in(owners.petra), f"/groups/{owners.group}/")
+    queue = element(html, "id", "approval-queue")
+    assert re.findall(r'class="approval-item" data-work-item="([^"]+)"', queue) == [short]
+    entry = text(element(queue, "data-work-item", short))
+    assert "1/2 approvals" in entry
+    assert "approved by user:olga" in entry
+    assert "risk high" in entry
+    for other in (ungated, enough, offered):
+        assert f'data-work-item="{other}"' not in queue
+    assert "1/1 approvals" in text(
+        element(element(html, "data-mission", m), "data-work-item", enough)
+    )
+
+
+def test_a_mission_owner_grants_execution_from_the_form(owners: Owners) -> None:
+    """R10.2-06, wire§3: the form submits ``approval.grant_execution`` as user:<name> with the
+    current membership epoch; the event is appended and the page confirms it."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    client = logged_in(owners.petra)
+    form = approve_form(page(client, f"/groups/{owners.group}/"), item)
+    assert form["contract_revision"] == "1"
+    assert form["next"] == f"/groups/{owners.group}/"
+
+    html = post_approval(client, owners, item, **form, comment="Low blast radius")
+
+    [granted] = grants(owners.group)
+    assert granted["actor"] == "user:petra"
+    assert granted["payload"] == {
+        "work_item": item,
+        "contract_revision": 1,
+        "comment": "Low blast radius",
+    }
+    assert granted["command_id"] == form["command_id"]
+    assert f"Approved revision 1 of {item}: 1 of 2 approvals." in flash(html)
+    queue = element(html, "id", "approval-queue")
+    assert "1/2 approvals" in text(element(queue, "data-work-item", item))
+    assert "You approved revision 1" in text(element(queue, "data-work-item", item))
+    assert 'data-form-key="approve:' + item not in queue  # no second form for petra
+
+
+def test_the_last_required_grant_takes_the_item_off_the_waiting_list(owners: Owners) -> None:
+    """R10.2-06: once enough distinct mission owners granted it, the item may start."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    wf.approve(world.olga, owners.group, item)
+    client = logged_in(owners.petra)
+    form = approve_form(page(client, f"/groups/{owners.group}/"), item)
+    html = post_approval(client, owners, item, **form)
+    assert "2 of 2 approvals" in flash(html)
+    assert f'data-work-item="{item}"' not in element(html, "id", "approval-queue")
+    wf.start(world, item)  # the gate is open
+    assert wf.state_of(owners.group, item) == "active"
+
+
+def test_a_resubmitted_form_is_an_idempotent_replay(owners: Owners) -> None:
+    """wire§3 step 5: the form carries its command id, so a double submission appends once."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    client = logged_in(owners.petra)
+    form = approve_form(page(client, f"/groups/{owners.group}/"), item)
+    post_approval(client, owners, item, **form)
+    again = post_approval(client, owners, item, **form)
+    assert len(grants(owners.group)) == 1
+    assert "1 of 2 approvals" in flash(again)
+
+
+def test_the_form_is_on_the_work_item_page_too_and_returns_there(owners: Owners) -> None:
+    """R10.2-06: the WorkItem page shows its approvals and, to a mission owner, the form."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    client = logged_in(owners.petra)
+    path = f"/groups/{owners.group}/work-items/{item}/"
+    form = approve_form(page(client, path), item)
+    assert form["next"] == path
+    response = client.post(f"{path}approve/", {**form, "comment": ""}, follow=True)
+    assert response.redirect_chain[-1][0] == path
+    html = response.content.decode()
+    approvals = element(html, "id", "approvals")
+    assert "1/2" in text(approvals)
+    assert "✓ user:petra" in text(approvals)
+
+
+@pytest.mark.parametrize("attempt", ["self", "duplicate", "stale"])
+def test_refusals_are_shown_with_their_code_and_append_nothing(
+    owners: Owners, attempt: str
+) -> None:
+    """R10.2-06, R10.1-05: the requester's own approval (SELF_APPROVAL), a second approval by
+    the same person (DUPLICATE_APPROVAL), and a form from before the contract changed
+    (STALE_REVISION) are refused: the page names the code and the log is unchanged."""
+    world = owners.dash.world
+    m = wf.mission(world)
+    if attempt == "self":
+        proposal = unique("p")
+        wf.submit(
+            world.olga, owners.group, "work.propose", {"proposal": proposal, "title": "Please"}
+        )
+        item = wf.queued(world, m, contract=wf.gated_contract(2), proposal=proposal)
+        client = logged_in(world.olga)
+        html = page(client, f"/groups/{owners.group}/")
+        note = text(element(element(html, "id", "approval-queue"), "data-work-item", item))
+        assert "You asked for this item" in note  # so the page offers no form
+        form = {"contract_revision": "1"}
+        code = "SELF_APPROVAL"
+    elif attempt == "duplicate":
+        item = wf.queued(world, m, contract=wf.gated_contract(2))
+        client = logged_in(owners.petra)
+        form = approve_form(page(client, f"/groups/{owners.group}/"), item)
+        post_approval(client, owners, item, **form)
+        form = {"contract_revision": "1"}  # a page left open in another tab: a new command
+        code = "DUPLICATE_APPROVAL"
+    else:
+        item = wf.queued(world, m, contract=wf.gated_contract(2))
+        client = logged_in(owners.petra)
+        form = approve_form(page(client, f"/groups/{owners.group}/"), item)  # revision 1
+        # The coordinator fails the item and offers a corrected contract: revision 2.
+        wf.submit(
+            world.w1,
+            owners.group,
+            "work.fail",
+            {"work_item": item, "evidence": wf.failure_evidence(world)},
+        )
+        corrected = wf.gated_contract(2, goal="Summarise the incident reports of December")
+        wf.accept(world, item, wf.offer(world, item, contract=corrected), revision=2)
+        code = "STALE_REVISION"
+
+    before = wf.head(owners.group)
+    granted_before = len(grants(owners.group))
+    html = post_approval(client, owners, item, **form)
+
+    assert wf.head(owners.group) == before
+    assert len(grants(owners.group)) == granted_before
+    message = element(html, "data-code", code)
+    assert 'role="alert"' in message
+    assert text(message).startswith(f"{code} ")
+    assert "R10." in text(message)
+
+
+def test_people_who_are_not_mission_owners_see_no_form_and_are_refused(owners: Owners) -> None:
+    """R10.2-06, wire§9 roles: an observer sees the waiting item but no form; a POST anyway
+    is refused by the write path with FORBIDDEN and nothing is appended."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    client = logged_in(owners.dash.maria)
+    html = page(client, f"/groups/{owners.group}/")
+    queue = element(html, "id", "approval-queue")
+    assert f'data-work-item="{item}"' in queue
+    assert "<form" not in queue
+    assert "<form" not in element(
+        page(client, f"/groups/{owners.group}/work-items/{item}/"), "id", "approvals"
+    )
+
+    before = wf.head(owners.group)
+    html = post_approval(client, owners, item, contract_revision="1")
+    assert wf.head(owners.group) == before
+    assert grants(owners.group) == []
+    assert text(element(html, "data-code", "FORBIDDEN")).startswith("FORBIDDEN ")
+
+
+def test_an_incomplete_form_is_refused_as_malformed(owners: Owners) -> None:
+    """wire§1: without the revision the page showed there is nothing to approve."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    before = wf.head(owners.group)
+    html = post_approval(logged_in(owners.petra), owners, item)
+    assert wf.head(owners.group) == before
+    assert "contract_revision" in text(element(html, "data-code", "MALFORMED"))
+
+
+def test_a_post_without_the_csrf_token_is_refused(owners: Owners) -> None:
+    """The approval form is CSRF-protected: another site cannot make a mission owner grant."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.get(username=owners.petra.username))
+    before = wf.head(owners.group)
+    response = client.post(
+        f"/groups/{owners.group}/work-items/{item}/approve/", {"contract_revision": 1}
+    )
+    assert response.status_code == 403
+    assert wf.head(owners.group) == before
+
+
+def test_the_form_only_returns_to_pages_of_this_site(owners: Owners) -> None:
+    """An approval form cannot be made to redirect elsewhere (open redirect)."""
+    world = owners.dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(2))
+    response = logged_in(owners.petra).post(
+        f"/groups/{owners.group}/work-items/{item}/approve/",
+        {"contract_revision": 1, "next": "https://evil.example/"},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/groups/{owners.group}/"

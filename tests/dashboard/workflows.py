@@ -1,0 +1,136 @@
+"""Build WorkItems the way agents do: real commands through the one write path.
+
+Shared by the dashboard page tests and the browser tests. w1 is the coordinator agent, w2 the
+worker agent of ``tests.factories.build_world``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.ledger.models import GroupLog
+from apps.ledger.write_path import Outcome, submit_command
+from apps.work.models import WorkItem
+from missionweave.protocol.examples import example_contract
+from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
+from tests.factories import AgentPersona, HumanPersona, World, mission_body, now_text, unique
+
+SELECTION_BASIS = dict.fromkeys(SELECTION_BASIS_FIELDS, "chosen for the test")
+
+
+def submit(
+    persona: AgentPersona | HumanPersona, group: str, type_: str, body: dict[str, Any]
+) -> Outcome:
+    return submit_command(
+        group_id=group, document=persona.command(group, type_, body), caller=persona.caller
+    )
+
+
+def gated_contract(approvals: int = 2, **overrides: Any) -> dict[str, Any]:
+    """A contract whose execution needs ``approvals`` distinct mission owners (R10.2-06)."""
+    risk = {"class": "high", "requires_execution_approval": True, "approvals_required": approvals}
+    return example_contract(risk=risk, **overrides)
+
+
+def head(group: str) -> int:
+    return GroupLog.objects.get(group_id=group).head_sequence
+
+
+def state_of(group: str, item: str) -> str:
+    return WorkItem.objects.get(group_id=group, work_item_id=item).state
+
+
+def mission(world: World, mission_id: str | None = None) -> str:
+    body = mission_body(mission_id)
+    submit(world.w1, world.group, "mission.create", body)
+    return body["mission"]
+
+
+def authorize(
+    world: World,
+    mission_id: str,
+    *,
+    item: str | None = None,
+    contract: dict[str, Any] | None = None,
+    depends_on: tuple[str, ...] = (),
+    proposal: str | None = None,
+) -> str:
+    item = item or unique("wi")
+    body: dict[str, Any] = {
+        "work_item": item,
+        "mission": mission_id,
+        "contract": contract or example_contract(),
+        "depends_on": list(depends_on),
+    }
+    if proposal is not None:
+        body["proposal"] = proposal
+    submit(world.w1, world.group, "work.authorize", body)
+    return item
+
+
+def offer(world: World, item: str, *, contract: dict[str, Any] | None = None) -> str:
+    """An urgent offer of ``item`` to w2 (a new contract makes a new revision, R10.1-05)."""
+    offer_id = unique("o")
+    body: dict[str, Any] = {
+        "work_item": item,
+        "offers": [{"offer": offer_id, "worker": world.w2.principal, "expires_at": now_text(600)}],
+        "mode": "urgent",
+        "selection_basis": SELECTION_BASIS,
+    }
+    if contract is not None:
+        body["contract"] = contract
+    submit(world.w1, world.group, "work.offer", body)
+    return offer_id
+
+
+def accept(world: World, item: str, offer_id: str, revision: int = 1) -> int:
+    outcome = submit(
+        world.w2,
+        world.group,
+        "work.accept_offer",
+        {"work_item": item, "offer": offer_id, "contract_revision": revision},
+    )
+    return outcome.body["result"]["ownership_epoch"]
+
+
+def queued(
+    world: World,
+    mission_id: str,
+    *,
+    item: str | None = None,
+    contract: dict[str, Any] | None = None,
+    proposal: str | None = None,
+) -> str:
+    """Authorised, offered to w2 and accepted by it: ``queued`` with w2 as owner, epoch 1."""
+    item = authorize(world, mission_id, item=item, contract=contract, proposal=proposal)
+    accept(world, item, offer(world, item))
+    return item
+
+
+def start(world: World, item: str, epoch: int = 1) -> str:
+    """w2 starts ``item``; returns the lease id."""
+    outcome = submit(
+        world.w2, world.group, "work.start", {"work_item": item, "ownership_epoch": epoch}
+    )
+    return outcome.body["result"]["lease"]["lease_id"]
+
+
+def approve(persona: HumanPersona, group: str, item: str, revision: int = 1) -> Outcome:
+    return submit(
+        persona,
+        group,
+        "approval.grant_execution",
+        {"work_item": item, "contract_revision": revision, "comment": "fine by me"},
+    )
+
+
+def failure_evidence(world: World) -> list[dict[str, Any]]:
+    return [
+        {
+            "criterion": "c1",
+            "method": "deterministic",
+            "result": {"verdict": "fail", "summary": "the contract was wrong", "data": {}},
+            "producer": world.w1.principal,
+            "artifacts": [],
+        }
+    ]

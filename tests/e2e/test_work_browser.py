@@ -1,0 +1,152 @@
+"""The work section in a real browser against a real daphne: a mission owner approves an
+item's execution from the group page, and what agents do next shows up live, without a
+reload, because the page re-fetches its work section when work events arrive.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from apps.ledger.models import Event
+from tests.dashboard import workflows as wf
+from tests.e2e.test_dashboard_browser import log_in, with_password
+from tests.factories import HumanPersona, World, build_world, grant, human
+from tests.live_server import LiveServer, in_plain_thread
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+LIVE_TIMEOUT_MS = 5_000
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results"
+
+
+@dataclass
+class Work:
+    world: World
+    petra: HumanPersona  # a second mission owner
+    mission: str
+    gated: str  # queued, needs 2 approvals
+    plain: str  # queued, no approval needed
+    later: str  # open, depends on ``gated``
+
+
+@pytest.fixture
+def work(transactional_db: None) -> Work:
+    """Committed before the browser starts, so the server process sees it."""
+    world = build_world()
+    with_password(world.olga)
+    petra = human("petra")
+    grant(world.alice, world.group, petra, "mission_owner")
+    mission = wf.mission(world)
+    gated = wf.queued(world, mission, contract=wf.gated_contract(2))
+    plain = wf.queued(world, mission)
+    later = wf.authorize(world, mission, depends_on=(gated,))
+    return Work(world, petra, mission, gated, plain, later)
+
+
+def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
+    work: Work, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """R10.2-06, wire§7, R16-09: olga sees the gated item waiting, grants it with a comment
+    (kept while the section refreshes under her), sees the confirmation and 1/2; petra's
+    grant and then w2's ``work.start`` arrive live: the item leaves the queue and turns
+    ``active`` without a reload."""
+    server, world = live_asgi_server, work.world
+    log_in(page, server, "olga")
+    page.goto(f"{server.url}/groups/{world.group}/")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+
+    queue = page.locator("#approval-queue")
+    waiting = queue.locator(f'li.approval-item[data-work-item="{work.gated}"]')
+    expect(waiting).to_be_visible()
+    expect(waiting.locator('[data-field="approvals"]')).to_have_text("0/2 approvals")
+    expect(queue.locator("li.approval-item")).to_have_count(1)
+
+    comment = waiting.get_by_label(f"Comment on approving {work.gated}")
+    comment.fill("Checked the blast radius: read-only.")
+    # An event arrives while she types: the section is swapped, her comment stays.
+    section = page.locator("#work-items")
+    in_plain_thread(
+        wf.submit,
+        world.w1,
+        world.group,
+        "work.message",
+        {"work_item": work.gated, "text": "Approval, anyone?"},
+    )
+    expect(section).to_have_attribute(
+        "data-refreshed-at", re.compile(".+"), timeout=LIVE_TIMEOUT_MS
+    )
+    expect(comment).to_have_value("Checked the blast radius: read-only.")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "work-waiting-for-approval.png")
+
+    waiting.get_by_role("button", name="Grant approval for rev 1").click()
+    expect(page).to_have_url(f"{server.url}/groups/{world.group}/")
+    expect(page.locator("#flash")).to_contain_text(
+        f"Approved revision 1 of {work.gated}: 1 of 2 approvals."
+    )
+    waiting = page.locator(f'#approval-queue li.approval-item[data-work-item="{work.gated}"]')
+    expect(waiting.locator('[data-field="approvals"]')).to_have_text("1/2 approvals")
+    expect(waiting).to_contain_text("You approved revision 1")
+    row = page.locator(f'#work-items li.work-item[data-work-item="{work.gated}"]')
+    expect(row.locator('[data-field="approvals"]')).to_have_text("1/2 approvals")
+    granted = in_plain_thread(
+        lambda: list(
+            Event.objects.filter(
+                group_id=world.group, type="approval.execution_granted"
+            ).values_list("actor", flat=True)
+        )
+    )
+    assert granted == ["user:olga"]
+
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+    page.evaluate("() => (window.__sameDocument = true)")
+    in_plain_thread(wf.approve, work.petra, world.group, work.gated)
+    expect(page.locator("#approval-queue li.approval-item")).to_have_count(
+        0, timeout=LIVE_TIMEOUT_MS
+    )
+    expect(row.locator('[data-field="approvals"]')).to_have_text("2/2 approvals")
+    expect(row).to_have_attribute("data-state", "queued")
+
+    in_plain_thread(wf.start, world, work.gated)
+    expect(row).to_have_attribute("data-state", "active", timeout=LIVE_TIMEOUT_MS)
+    expect(row.locator('[data-field="state"]')).to_have_text("active")
+    assert page.evaluate("() => window.__sameDocument") is True
+    page.screenshot(path=SCREENSHOTS / "work-group-page.png")
+
+
+def test_the_work_item_page_follows_its_item_live(
+    work: Work, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """wire§4 work-items/{id}, R10.2-02, R16-09: the page shows the contract and the offers;
+    a message and the start arrive without a reload, in the conversation and the state."""
+    server, world = live_asgi_server, work.world
+    log_in(page, server, "olga")
+    page.goto(f"{server.url}/groups/{world.group}/work-items/{work.plain}/")
+    body = page.locator("#work-item-body")
+    expect(body.locator('[data-field="state"]')).to_have_text("queued")
+    expect(body.locator('[data-field="offers"]')).to_contain_text("agent:w2 · accepted")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+    page.evaluate("() => (window.__sameDocument = true)")
+
+    in_plain_thread(
+        wf.submit,
+        world.w2,
+        world.group,
+        "work.message",
+        {"work_item": work.plain, "text": "Starting in a minute."},
+    )
+    conversation = page.locator('section[aria-label="Conversation"]')
+    expect(conversation).to_contain_text("Starting in a minute.", timeout=LIVE_TIMEOUT_MS)
+    in_plain_thread(wf.start, world, work.plain)
+    expect(page.locator('#work-item-body [data-field="state"]')).to_have_text(
+        "active", timeout=LIVE_TIMEOUT_MS
+    )
+    expect(page.locator('#work-item-body [data-field="lease"]')).to_contain_text("agent:w2")
+    assert page.evaluate("() => window.__sameDocument") is True
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "work-item-page.png", full_page=True)

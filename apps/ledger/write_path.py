@@ -157,6 +157,8 @@ def run_follow_up(follow_up: FollowUp) -> Outcome | None:
         )
     except ProtocolError as refusal:
         logger.warning("follow-up %s to %s refused: %r", follow_up.type, follow_up.group, refusal)
+        if follow_up.on_refusal is not None:
+            return run_follow_up(follow_up.on_refusal)
     return None
 
 
@@ -279,7 +281,8 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
     # 9. the body's shape, then the command's own rules
     spec.validate(envelope.body)
     if spec.other_groups is not None:
-        _require_groups(spec.other_groups(envelope.body))
+        actor = envelope.actor if caller.kind != "authority" else None
+        _require_groups(spec, envelope.body, group_id=group_id, actor=actor)
     command = Command(
         id=envelope.id,
         type=envelope.type,
@@ -337,18 +340,36 @@ def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, An
     return view
 
 
-def _require_groups(group_ids: Sequence[str]) -> None:
-    """Groups a command links to must exist (they are never deleted, so no lock is needed)."""
+def _require_groups(
+    spec: CommandSpec, body: dict[str, Any], *, group_id: str, actor: str | None
+) -> None:
+    """Groups a command links to must exist (they are never deleted, so no lock is needed),
+    and a client must hold the command's role there too — a coordinator of both groups — so
+    no group gets a mission from a stranger (R10.4-06)."""
     from apps.registry.models import Group
 
-    for group_id in group_ids:
-        if not Group.objects.filter(pk=group_id).exists():
+    for other in spec.other_groups(body) if spec.other_groups else ():
+        if not Group.objects.filter(pk=other).exists():
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
-                f"no group {group_id!r}",
+                f"no group {other!r}",
                 requirement="R10.4-06",
-                details={"group": group_id},
+                details={"group": other},
             )
+        if actor is None or other == group_id:
+            continue
+        key = membership_key(actor)
+        membership = load_view(other, [key])[key]
+        try:
+            epoch = membership.epoch if membership is not None else 0
+            authorize(spec, membership, actor=actor, membership_epoch=epoch)
+        except ProtocolError as refusal:
+            raise ProtocolError(
+                refusal.code,
+                f"{refusal.message} (in {other})",
+                requirement="R10.4-06",
+                details={**refusal.details, "group": other},
+            ) from None
 
 
 def _announce_on_commit(head: heads.Head) -> None:

@@ -55,6 +55,9 @@ class FollowUp:
     type: str
     body: dict[str, Any]
     command_id: str
+    #: what to submit instead when the other group refuses this one (a compensation, so a
+    #: refused link is reported back rather than lost: R10.4-06)
+    on_refusal: FollowUp | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -200,11 +200,26 @@ def decide_create_child(view: View, command: Command) -> Decision:
             NewEvent("mission.created", child_mission),
         ]
         return Decision(events, {"correlation_id": correlation})
+    # The child's group may still refuse (e.g. the mission id is taken there): the refusal
+    # comes back to the parent as a failed child, under its failure policy (R10.2-17).
+    refused = FollowUp(
+        group=command.group,
+        type=LINK_FAILED,
+        body={
+            "work_item": item.id,
+            "correlation_id": correlation,
+            "child": {"group": child["group"], "mission": child["mission"]},
+            "outcome": "refused",
+            "reason": f"{child['group']} refused to create mission {child['mission']}",
+        },
+        command_id=f"{correlation}:{LINK_FAILED}"[:128],
+    )
     follow_up = FollowUp(
         group=child["group"],
         type=LINK_CREATE,
         body=child_mission,
         command_id=correlation,
+        on_refusal=refused,
     )
     return Decision(
         [NewEvent("mission.child_created", created)],

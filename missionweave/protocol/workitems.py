@@ -371,13 +371,23 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
             used[dimension] = used.get(dimension, 0) + amount
         item = replace(item, used=used)
     elif kind == "work.checkpointed":
-        item = replace(item, state=S.QUEUED, lease=_close_lease(item, "released"))
+        item = replace(
+            item,
+            state=S.QUEUED,
+            lease=_close_lease(item, "released"),
+            start_deadline=p.get("start_deadline", item.start_deadline),
+        )
     elif kind == "work.blocked":
         item = replace(
             item, state=S.BLOCKED, lease=_close_lease(item, "released"), blocked_at=fact.recorded_at
         )
     elif kind == "work.unblocked":
-        item = replace(item, state=p["to"], blocked_at=None)
+        item = replace(
+            item,
+            state=p["to"],
+            blocked_at=None,
+            start_deadline=p.get("start_deadline", item.start_deadline),
+        )
         if p["to"] == S.OPEN:
             item = _fence(item)
     elif kind == "work.submitted":

@@ -12,6 +12,7 @@ from missionweave.protocol import decider
 from missionweave.protocol.errors import ProtocolError
 from missionweave.protocol.facts import Command, Decision, Fact, StateKey
 from missionweave.protocol.registry import COMMANDS
+from missionweave.protocol.timefmt import format_timestamp
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 GROUP = "g-research"
@@ -24,10 +25,16 @@ class Scenario:
     state: dict[StateKey, Any] = field(default_factory=dict)
     sequence: int = 0
 
-    def given(self, *events: tuple[str, dict[str, Any]], actor: str = "user:alice") -> Scenario:
+    def given(
+        self, *events: tuple[str, dict[str, Any]], actor: str = "user:alice", at: datetime = NOW
+    ) -> Scenario:
+        """Append ``events`` as recorded at ``at`` (evolve reads it, e.g. ``blocked_at``)."""
+        recorded_at = format_timestamp(at)
         for type_, payload in events:
             self.sequence += 1
-            fact = Fact(type_, payload, actor, self.sequence, f"c{self.sequence}", "t", GROUP)
+            fact = Fact(
+                type_, payload, actor, self.sequence, f"c{self.sequence}", recorded_at, GROUP
+            )
             decider.apply(self.state, fact)
         return self
 
@@ -56,10 +63,12 @@ class Scenario:
             view.update({key: self.state.get(key) for key in missing})
         return decider.decide(view, command)
 
-    def then(self, decision: Decision, *, actor: str = "user:alice") -> list[tuple[str, dict]]:
-        """Append the decided events (as the ledger would) and return them."""
+    def then(
+        self, decision: Decision, *, actor: str = "user:alice", at: datetime = NOW
+    ) -> list[tuple[str, dict]]:
+        """Append the decided events (as the ledger would, recorded at ``at``); return them."""
         events = [(event.type, event.payload) for event in decision.events]
-        self.given(*events, actor=actor)
+        self.given(*events, actor=actor, at=at)
         return events
 
     def refused(self, type_: str, body: dict[str, Any], **kwargs: Any) -> ProtocolError:

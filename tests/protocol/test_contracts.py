@@ -658,7 +658,10 @@ def mutated_contracts(draw: st.DrawFn) -> object:
         if not isinstance(contract, dict) or draw(st.integers(0, 20)) == 0:
             contract = draw(JSON_VALUES)  # now and then the whole contract is replaced
             continue
-        locations = _locations(contract) or [("schema",)]
+        locations = _locations(contract)
+        if not locations:  # an empty object: the only edit left is to add a member
+            contract[draw(st.text(max_size=12))] = draw(JSON_VALUES)
+            continue
         location = draw(st.sampled_from(locations))
         action = draw(st.sampled_from(["replace", "delete", "add"]))
         parent: Any = contract

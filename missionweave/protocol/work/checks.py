@@ -14,7 +14,7 @@ from .. import states as S
 from ..canonical import is_digest
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, StateKey, View
-from ..timefmt import parse_timestamp
+from ..timefmt import format_timestamp, parse_timestamp
 from ..validation import (
     check_choice,
     check_fields,
@@ -172,6 +172,17 @@ def evidence_list(value: object, path: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise malformed("evidence is a list of evidence items", path, "R13.2-02")
     return [check_evidence_item(item, f"{path}[{index}]") for index, item in enumerate(value)]
+
+
+def start_deadline_for(item: WorkItem, now: datetime) -> str:
+    """When a queued owner must have started (R11.3-02): ``START_WINDOW`` from ``now``,
+    capped by the contract deadline. Set on acceptance, and again when a checkpoint or an
+    unblock re-queues the item, which keeps a bounded ownership lease (R10.2-08, R10.2-10)."""
+    deadline = now + START_WINDOW
+    contract_deadline = item.contract.get("deadline")
+    if contract_deadline is not None:
+        deadline = min(deadline, parse_timestamp(contract_deadline))
+    return format_timestamp(deadline)
 
 
 def approvals_required(item: WorkItem) -> int:

@@ -31,6 +31,7 @@ from .checks import (
     owner_with_lease,
     require_item,
     require_owner,
+    start_deadline_for,
     strings,
     timestamp,
 )
@@ -264,9 +265,11 @@ decide_usage = _recorded("work.usage_recorded")
 
 
 def decide_checkpoint(view: View, command: Command) -> Decision:
-    """R10.2-08: durable progress releases execution (R11.3-09)."""
-    owner_with_lease(view, command)
-    return Decision([NewEvent("work.checkpointed", dict(command.body))])
+    """R10.2-08: durable progress releases execution (R11.3-09) while keeping a bounded
+    ownership lease: a fresh start deadline, so the owner is not fenced on the spot."""
+    item, _lease = owner_with_lease(view, command)
+    payload = {**command.body, "start_deadline": start_deadline_for(item, command.now)}
+    return Decision([NewEvent("work.checkpointed", payload)])
 
 
 def decide_block(view: View, command: Command) -> Decision:

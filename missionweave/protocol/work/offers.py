@@ -10,7 +10,7 @@ from .. import states as S
 from ..contracts import validate_contract
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, View
-from ..timefmt import format_timestamp, parse_timestamp
+from ..timefmt import parse_timestamp
 from ..validation import (
     check_choice,
     check_fields,
@@ -29,10 +29,10 @@ from .checks import (
     MAX_URGENT_OFFERS,
     REJECT_REASONS,
     SELECTION_BASIS_FIELDS,
-    START_WINDOW,
     approvals_required,
     no_private_reasoning,
     require_item,
+    start_deadline_for,
     timestamp,
 )
 
@@ -215,11 +215,7 @@ def decide_accept(view: View, command: Command) -> Decision:
             details={"open_questions": list(item.open_questions)},
         )
     epoch = item.ownership_epoch + 1
-    deadline = command.now + START_WINDOW
-    contract_deadline = item.contract.get("deadline")
-    if contract_deadline is not None:
-        deadline = min(deadline, parse_timestamp(contract_deadline))
-    start_deadline = format_timestamp(deadline)
+    start_deadline = start_deadline_for(item, command.now)
     events = [
         NewEvent(
             "work.offer_accepted",

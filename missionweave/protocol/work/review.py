@@ -23,6 +23,7 @@ from .checks import (
     require_current_lease_id,
     require_item,
     require_owner,
+    start_deadline_for,
 )
 
 # --- coordinator commands ------------------------------------------------------------------
@@ -50,7 +51,10 @@ def decide_unblock(view: View, command: Command) -> Decision:
             f"{item.id} has no owner to queue it for",
             requirement="R10.2-10",
         )
-    return Decision([NewEvent("work.unblocked", dict(command.body))])
+    payload = dict(command.body)
+    if command.body["to"] == S.QUEUED:  # R10.2-10: back in its owner's queue, with time to start
+        payload["start_deadline"] = start_deadline_for(item, command.now)
+    return Decision([NewEvent("work.unblocked", payload)])
 
 
 def validate_evidence_record(body: dict[str, Any]) -> None:

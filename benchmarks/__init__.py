@@ -1,0 +1,5 @@
+"""Throughput and latency benchmarks of the write path, measured next to their ceilings.
+
+Run with ``make bench`` (``python -m benchmarks.run``); the numbers land in
+``docs/benchmarks.md``.
+"""

@@ -1,0 +1,84 @@
+"""What a benchmark run measures and for how long, from the environment and ``--quick``.
+
+Every knob has an environment variable so ``make bench`` stays one command:
+``BENCH_DATABASE_URL``, ``BENCH_REDIS_URL``, ``BENCH_SECONDS``, ``BENCH_WARMUP_SECONDS``,
+``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``, ``BENCH_DB_POOL``,
+``BENCH_POOL_VARIANT`` (0 skips the HTTP-with-pool table), ``BENCH_OUTPUT``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/5"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    database_url: str
+    redis_url: str
+    seconds: float  # length of each timed scenario
+    warmup_seconds: float  # untimed run before each scenario; also sizes the pre-signed pool
+    clients: tuple[int, ...]  # concurrent clients (threads) per scenario
+    groups: tuple[int, ...]  # how many groups the commands are spread over
+    batch_sizes: tuple[int, ...]  # commands per commands:batch request
+    servers: int  # daphne processes the HTTP clients are spread over
+    base_port: int
+    conn_max_age: int  # DB_CONN_MAX_AGE of the server processes
+    db_pool: bool  # serve through benchmarks.pooled_settings (Django's psycopg pool)
+    pool_variant: bool  # also measure HTTP with the pool, next to the default servers
+    output: Path
+    quick: bool
+
+    @property
+    def max_clients(self) -> int:
+        return max(self.clients)
+
+    @property
+    def max_groups(self) -> int:
+        return max(self.groups)
+
+
+def _float(name: str, default: float) -> float:
+    return float(os.environ.get(name, str(default)))
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name, str(default)))
+
+
+def _pool_installed() -> bool:
+    return importlib.util.find_spec("psycopg_pool") is not None
+
+
+def load_config(*, quick: bool = False) -> BenchConfig:
+    """The full run (about four minutes on two cores), or a tiny one that only checks wiring."""
+    return BenchConfig(
+        database_url=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL),
+        redis_url=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
+        seconds=_float("BENCH_SECONDS", 0.5 if quick else 5.0),
+        warmup_seconds=_float("BENCH_WARMUP_SECONDS", 0.2 if quick else 1.0),
+        clients=(1, 2) if quick else (1, 4, 16),
+        groups=(1, 2) if quick else (1, 16),
+        batch_sizes=(10,) if quick else (100, 500),
+        servers=_int("BENCH_SERVERS", 1 if quick else 2),
+        base_port=_int("BENCH_PORT", 0),  # 0: a free port per server
+        # Django under ASGI runs each request's sync code in a thread of its own, so a persistent
+        # connection (CONN_MAX_AGE > 0) is never reused and leaks until garbage collection.
+        conn_max_age=_int("BENCH_DB_CONN_MAX_AGE", 0),
+        # A quick run only proves the wiring: it never overwrites the published numbers.
+        db_pool=os.environ.get("BENCH_DB_POOL", "0") == "1",
+        pool_variant=os.environ.get("BENCH_POOL_VARIANT", "1") == "1" and _pool_installed(),
+        output=Path(
+            os.environ.get(
+                "BENCH_OUTPUT",
+                ROOT / "var" / "benchmarks-quick.md" if quick else ROOT / "docs" / "benchmarks.md",
+            )
+        ),
+        quick=quick,
+    )

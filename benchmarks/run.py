@@ -1,0 +1,185 @@
+"""``python -m benchmarks.run [--quick]``: reset the benchmark database, measure, report.
+
+Order: for every (groups, clients) cell, pgbench's ceiling, then the in-process write path,
+then HTTP, then HTTP with a connection pool — back to back, so a ratio compares figures
+taken seconds apart even when other work on the machine comes and goes. Then batches next
+to ``executemany``, then the per-step breakdown. The report goes to ``docs/benchmarks.md``
+(``--quick``: under ``var/``) and the raw figures to ``var/benchmarks/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from .config import ROOT, BenchConfig, load_config
+from .database import reset_database
+
+if TYPE_CHECKING:
+    from .results import Results
+    from .world import BenchWorld
+
+
+def _log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _setup_django(config: BenchConfig) -> None:
+    """Point this process at the benchmark database and Redis db, then start Django."""
+    os.environ["DATABASE_URL"] = config.database_url
+    os.environ["REDIS_URL"] = config.redis_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "missionweave.settings"
+    os.environ.setdefault("LOG_LEVEL", "ERROR")
+    os.environ["MWP_CHANNEL_PREFIX"] = "mwp-bench"
+    os.environ.pop("MWP_TEST_DB_NAME", None)
+    import django
+
+    django.setup()
+
+
+def _event_bytes() -> float:
+    from django.db.models import Avg
+    from django.db.models.functions import Length
+
+    from apps.ledger.models import Event
+
+    average = Event.objects.filter(type="mission.created").aggregate(size=Avg(Length("document")))[
+        "size"
+    ]
+    return float(average or 0)
+
+
+def _settle(config: BenchConfig) -> None:
+    """Start every cell from the same server state: fresh planner statistics on the new
+    tables (autovacuum would otherwise ANALYZE them in the middle of the first cell) and
+    one untimed pgbench second to warm PostgreSQL's caches."""
+    from django.db import connection
+
+    from . import ceilings
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    ceilings.run_pgbench(config.database_url, clients=4, groups=config.max_groups, seconds=1)
+
+
+def _measure_cell(
+    results: Results,
+    config: BenchConfig,
+    world: BenchWorld,
+    urls: list[str],
+    pooled_urls: list[str],
+    groups: int,
+    clients: int,
+) -> None:
+    """One (groups, clients) cell: the ceiling and the server's figures, back to back."""
+    from . import ceilings
+    from .http_load import measure_http
+    from .inprocess import measure_inprocess
+
+    results.pgbench.append(
+        ceilings.run_pgbench(
+            config.database_url, clients=clients, groups=groups, seconds=config.seconds
+        )
+    )
+    results.inprocess.append(
+        measure_inprocess(world, clients=clients, groups=groups, config=config)
+    )
+    results.http.append(measure_http(world, urls, clients=clients, groups=groups, config=config))
+    line = (
+        f"{groups} group(s), {clients} client(s): pgbench {results.pgbench[-1].rate:.0f}/s, "
+        f"in-process {results.inprocess[-1].rate:.0f}/s, http {results.http[-1].rate:.0f}/s"
+    )
+    if pooled_urls:
+        results.http_pool.append(
+            measure_http(
+                world,
+                pooled_urls,
+                clients=clients,
+                groups=groups,
+                config=config,
+                name="http_pool",
+            )
+        )
+        line += f", http with pool {results.http_pool[-1].rate:.0f}/s"
+    results.loads[f"{groups}/{clients}"] = os.getloadavg()[0]
+    _log(f"{line} (load {results.loads[f'{groups}/{clients}']:.1f})")
+
+
+def measure(config: BenchConfig, command: str) -> Results:
+    """Run every section; return the :class:`~benchmarks.results.Results`."""
+    from django.core.management import call_command
+
+    from . import ceilings
+    from .breakdown import measure_breakdown
+    from .facts import load_average, machine_facts
+    from .http_load import measure_http_batch
+    from .results import Results
+    from .servers import running_servers
+    from .world import build_world
+
+    results = Results(command=command, config=config, started_at=datetime.now(UTC))
+    results.load_before = load_average()
+    _log(f"resetting {config.database_url} and migrating")
+    reset_database(config.database_url)
+    call_command("migrate", verbosity=0)
+    results.facts = machine_facts(config.database_url)
+    world = build_world(groups=config.max_groups, agents=config.max_clients)
+    _log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
+    _settle(config)
+
+    with ExitStack() as servers:
+        urls = servers.enter_context(running_servers(config))
+        pooled_urls: list[str] = []
+        if config.pool_variant and not config.db_pool:
+            pooled = dataclasses.replace(config, db_pool=True)
+            pooled_urls = servers.enter_context(running_servers(pooled, first_index=config.servers))
+        pooled_text = ", ".join(pooled_urls) or "-"
+        _log(f"daphne at {', '.join(urls)}; with a connection pool at {pooled_text}")
+        for groups in config.groups:
+            for clients in config.clients:
+                _measure_cell(results, config, world, urls, pooled_urls, groups, clients)
+        for size in config.batch_sizes:
+            results.executemany.append(
+                ceilings.run_executemany(
+                    config.database_url, batch_size=size, seconds=config.seconds
+                )
+            )
+            results.batch.append(measure_http_batch(world, urls, size=size, config=config))
+            results.loads[f"batch/{size}"] = os.getloadavg()[0]
+            _log(
+                f"batch {size}: executemany {results.executemany[-1].rate:.0f} rows/s, "
+                f"commands:batch {results.batch[-1].rate:.0f} events/s"
+            )
+    results.breakdown = measure_breakdown(world, repeat=50 if config.quick else 200)
+    results.event_bytes = _event_bytes()
+    results.load_after = load_average()
+    results.finished_at = datetime.now(UTC)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the wiring only")
+    args = parser.parse_args(argv)
+    config = load_config(quick=args.quick)
+    _setup_django(config)
+
+    from .report import render
+
+    command = "python -m benchmarks.run --quick" if args.quick else "make bench"
+    results = measure(config, command)
+    config.output.parent.mkdir(parents=True, exist_ok=True)
+    config.output.write_text(render(results))
+    results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))
+    _log(f"wrote {config.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The benchmark's principals: one organisation, N groups, M coordinator agents with sessions.
+
+Everything is created through the real services (memberships through the write path), the
+way an operator would, so the measured commands meet the same rows a real server holds.
+Every agent is a coordinator of every group, so any client may write into any group.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from apps.ledger.write_path import Caller
+from apps.registry import services
+from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.signing import generate_private_key, public_key_text, sign
+from missionweave.protocol.timefmt import format_timestamp
+
+ORGANIZATION = "org-bench"
+ADMIN = "bench-admin"
+
+
+@dataclass
+class BenchAgent:
+    """An agent with its signing key, its session token and the epochs its envelopes carry."""
+
+    id: str
+    key: Ed25519PrivateKey
+    token: str = ""
+    session_epoch: int = 0
+    membership_epochs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def principal(self) -> str:
+        return f"agent:{self.id}"
+
+    @property
+    def caller(self) -> Caller:
+        """What ``authenticate_bearer`` would return for this agent's token."""
+        return Caller(principal=self.principal, kind="agent", session_epoch=self.session_epoch)
+
+
+@dataclass(frozen=True)
+class BenchWorld:
+    groups: tuple[str, ...]
+    agents: tuple[BenchAgent, ...]
+    admin_token: str
+
+
+def build_world(*, groups: int, agents: int, prefix: str = "bench") -> BenchWorld:
+    """Create the organisation, groups and agents, grant roles and open one session each."""
+    services.organization_create(body={"id": ORGANIZATION, "name": "Benchmarks"})
+    admin_token = services.api_token_create(username=ADMIN, staff=True, label="benchmarks")
+    admin = Caller(principal=f"user:{ADMIN}", kind="user", is_staff=True)
+    group_ids = tuple(f"{prefix}-g{index:02d}" for index in range(groups))
+    for gid in group_ids:
+        services.group_create(body={"id": gid, "organization": ORGANIZATION, "name": gid})
+    bench_agents = tuple(_register(f"{prefix}-a{index:02d}") for index in range(agents))
+    for agent in bench_agents:
+        for gid in group_ids:
+            outcome = services.membership_grant(
+                group_id=gid,
+                admin=admin,
+                body={"principal": agent.principal, "roles": ["coordinator"]},
+            )
+            agent.membership_epochs[gid] = outcome.body["result"]["epoch"]
+        _open_session(agent)
+    return BenchWorld(group_ids, bench_agents, admin_token)
+
+
+def _register(agent_id: str) -> BenchAgent:
+    key = generate_private_key()
+    services.agent_register(
+        body={
+            "id": agent_id,
+            "organization": ORGANIZATION,
+            "public_key": public_key_text(key.public_key()),
+            "agent_card": {
+                "name": agent_id,
+                "version": "1",
+                "capabilities": [{"id": "bench.load", "version": "1"}],
+                "max_concurrency": 16,
+            },
+        }
+    )
+    return BenchAgent(agent_id, key)
+
+
+def _open_session(agent: BenchAgent) -> None:
+    body = {
+        "agent": agent.id,
+        "issued_at": format_timestamp(datetime.now(UTC)),
+        "nonce": secrets.token_urlsafe(18),
+    }
+    opened = services.session_open(
+        body={**body, "signature": sign(agent.key, canonical_bytes(body))}
+    )
+    agent.token = opened.token
+    agent.session_epoch = opened.session.epoch

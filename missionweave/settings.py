@@ -110,6 +110,15 @@ def _database() -> dict:
             "TEST": {"NAME": VAR_DIR / "test-missionweave.sqlite3"},
         }
     config = dj_database_url.parse(url, conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")))
+    if config["ENGINE"].endswith("postgresql") and _flag("MWP_DB_POOL", True):
+        # Under ASGI every request runs in a thread of its own, so a per-thread connection is
+        # a new PostgreSQL connection per request; a pool makes it a borrow (docs/benchmarks.md).
+        config["CONN_MAX_AGE"] = 0
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": int(os.environ.get("MWP_DB_POOL_MAX", "16")),
+            "timeout": 10,
+        }
     if os.environ.get("MWP_TEST_DB_NAME"):
         # A server process started by the tests points at the test database (TOOLCHAIN.md 5).
         config["NAME"] = os.environ["MWP_TEST_DB_NAME"]

@@ -116,7 +116,7 @@ def _database() -> dict:
         config["CONN_MAX_AGE"] = 0
         config.setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
-            "max_size": int(os.environ.get("MWP_DB_POOL_MAX", "16")),
+            "max_size": int(os.environ.get("MWP_DB_POOL_MAX", "32")),
             "timeout": 10,
         }
     if os.environ.get("MWP_TEST_DB_NAME"):

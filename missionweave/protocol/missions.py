@@ -172,6 +172,14 @@ def decide_create_child(view: View, command: Command) -> Decision:
     body = command.body
     item = require_item(view, body["work_item"])
     S.require_state(CREATE_CHILD, item.state, work_item=item.id)
+    if item.child is not None and item.child.get("status") == "running":
+        # R10.2-15: one linked child at a time; a second would orphan the first
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{item.id} already waits for a running child mission",
+            requirement="R10.2-15",
+            details={"work_item": item.id, "child": item.child},
+        )
     child = body["child"]
     correlation = correlation_id(command.group, command.id)
     link = {
@@ -276,8 +284,15 @@ def _tell_parent(
         command_id = f"{link['correlation_id']}:{type_}"[:128]
         return [], (FollowUp(link["group"], type_, body, command_id),)
     parent: WorkItem | None = view.get(work_item_key(link["work_item"]))
-    if parent is None or parent.state != S.BLOCKED:
-        return [], ()  # the parent moved on (e.g. was cancelled): nothing left to unblock
+    if (
+        parent is None
+        or parent.state != S.BLOCKED
+        or parent.child is None
+        or parent.child.get("correlation_id") != link["correlation_id"]
+    ):
+        # the parent moved on (cancelled, or linked to a newer child): nothing to tell it, and
+        # the child's own end must not be refused because of that
+        return [], ()
     decide = decide_link_approved if type_ == LINK_APPROVED else decide_link_failed
     local = replace_command(command, body)
     return decide(view, local).events, ()

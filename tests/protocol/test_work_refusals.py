@@ -862,3 +862,14 @@ def test_unblocking_to_queued_gives_the_owner_time_to_start() -> None:
     story.do("work.unblock", to=S.QUEUED)
     assert story.view()["start_deadline"] == format_timestamp(unblocked + START_WINDOW)
     _owner_still_holds(story, unblocked + START_WINDOW)
+
+
+def test_a_second_child_mission_while_the_first_runs_is_refused() -> None:
+    """R10.2-15: a blocked WorkItem waits for one linked child; a second would orphan it."""
+    story = story_in(S.BLOCKED, linked=True)
+    before = story.view
+    with pytest.raises(ProtocolError) as refused:
+        story.do("mission.create_child")
+    assert refused.value.code is ErrorCode.ILLEGAL_TRANSITION
+    assert refused.value.requirement == "R10.2-15"
+    assert story.view == before

@@ -101,6 +101,15 @@ def decide_offer(view: View, command: Command) -> Decision:
             requirement="R10.2-03",
             details={"work_item": item.id, "owner": item.owner},
         )
+    if item.state == S.BLOCKED and item.child is not None and item.child.get("status") == "running":
+        # R10.2-15: blocked while the linked child runs, owner or not (as work.unblock refuses);
+        # otherwise the child's approval could no longer verify the item
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{item.id} is blocked by its running child mission",
+            requirement="R10.2-15",
+            details={"work_item": item.id, "child": item.child},
+        )
     revision = item.revision
     payload: dict[str, Any] = {**body, "revision": revision}
     if body.get("contract") is not None:

@@ -1097,36 +1097,44 @@ def linked(transactional_db: None) -> tuple[Cast, str, str]:
     return cast, group, other
 
 
-def _child(group: str, mission: str) -> dict[str, Any]:
+def _child(group: str, mission: str, policy: str = "fail_parent") -> dict[str, Any]:
     return {
         "work_item": "wi-a",
         "child": {"mission": mission, "group": group, "goal": "sub-task", "budgets": {}},
-        "failure_policy": "fail_parent",
+        "failure_policy": policy,
     }
 
 
-def test_a_child_mission_can_end_after_its_parent_was_linked_to_a_newer_child(
+def test_a_parent_waits_for_one_child_at_a_time(
     linked: tuple[Cast, str, str],
 ) -> None:
-    """R10.2-17, R10.4-06: ending a child mission whose parent WorkItem now waits for another
-    child is accepted and leaves the parent alone (it was refused NOT_FOUND, so the first
-    child could never end)."""
+    """R10.2-15, R10.2-17, R10.4-06: while a child runs, a second ``mission.create_child`` is
+    ILLEGAL_TRANSITION and appends nothing (it would orphan the first child); once the first
+    child failed under ``block_parent`` a new child may be linked, and the parent follows it."""
     cast, group, other = linked
-    first = attempt(cast.coordinator, group, "mission.create_child", _child(group, "cm1"))
+    create = "mission.create_child"
+    first = attempt(cast.coordinator, group, create, _child(group, "cm1", "block_parent"))
     assert isinstance(first, Outcome)
-    second = attempt(cast.coordinator, group, "mission.create_child", _child(other, "cm9"))
-    assert isinstance(second, Outcome)
     before = head(group)
+    second = attempt(cast.coordinator, group, create, _child(other, "cm9"))
+    assert isinstance(second, ProtocolError)
+    assert (second.code, second.requirement) == (ILLEGAL, "R10.2-15")
+    assert head(group) == before
     ended = attempt(cast.coordinator, group, "mission.fail", {"mission": "cm1", "reason": "x"})
     assert isinstance(ended, Outcome), ended
-    assert [e["type"] for e in ended.body["events"]] == ["mission.failed"]
-    assert head(group) == before + 1
+    assert [e["type"] for e in ended.body["events"]] == ["mission.failed", "mission.child_failed"]
+    again = attempt(cast.coordinator, group, create, _child(group, "cm2"))
+    assert isinstance(again, Outcome), again
     tracker = LogTracker(group)
     tracker.catch_up()
     parent = tracker.item("wi-a")
     assert parent is not None
     assert parent.child is not None
-    assert (parent.state, parent.child["mission"]) == (S.BLOCKED, "cm9")
+    assert (parent.state, parent.child["mission"], parent.child["status"]) == (
+        S.BLOCKED,
+        "cm2",
+        "running",
+    )
 
 
 def test_a_blocked_item_whose_child_runs_cannot_be_offered_even_without_an_owner(

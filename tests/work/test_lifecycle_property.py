@@ -569,7 +569,8 @@ class Lifecycle(RuleBasedStateMachine):
         taken = self.mission(child, group) is not None
         if item is not None:
             allowed = item.state in S.allowed_from("mission.create_child")
-            expected = OK if allowed and not (same_group and taken) else ILLEGAL
+            waiting = item.child is not None and item.child.get("status") == "running"
+            expected = OK if allowed and not waiting and not (same_group and taken) else ILLEGAL
         answer = self.send(self.cast.coordinator, "mission.create_child", body, expected)
         if isinstance(answer, Outcome):
             assert self.mission(child, group) is not None

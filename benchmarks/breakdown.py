@@ -74,6 +74,30 @@ def _raw_append(group: int) -> None:
         )
 
 
+def _reconnect(_: int) -> None:
+    connection.close()
+    connection.ensure_connection()
+
+
+def _time_connections(b: Breakdown, repeat: int) -> None:
+    """What each request pays for its database connection under ASGI (one thread per
+    request): a new PostgreSQL connection without a pool, a borrow and return with one."""
+    params = connection.get_connection_params()  # without the "pool" option
+    b.time(
+        "open + close a new PostgreSQL connection (per request with MWP_DB_POOL=0)",
+        HTTP,
+        lambda i: connection.Database.connect(**params).close(),
+        repeat=max(1, repeat // 10),
+    )
+    if connection.pool is not None:
+        _reconnect(0)  # the pool holds an idle connection from here on
+        b.time(
+            "Django connection from the pool + back (per request, the default)",
+            HTTP,
+            _reconnect,
+        )
+
+
 def measure_breakdown(world: BenchWorld, *, repeat: int, raw_sql: bool = True) -> Breakdown:
     """Time each step of one command on the first agent and group of ``world``."""
     agent, group = world.agents[0], world.groups[0]
@@ -83,12 +107,7 @@ def measure_breakdown(world: BenchWorld, *, repeat: int, raw_sql: bool = True) -
     bodies = [json.dumps(envelope).encode() for envelope in envelopes]
 
     b.time("sign a mission.create envelope", CLIENT, lambda i: mission_create(agent, group))
-    b.time(
-        "open + close a PostgreSQL connection (once per request under ASGI)",
-        HTTP,
-        lambda i: connection.get_new_connection(connection.get_connection_params()).close(),
-        repeat=max(1, repeat // 10),
-    )
+    _time_connections(b, repeat)
     b.time(
         "authenticate_bearer (session token lookup)",
         HTTP,

@@ -2,13 +2,16 @@
 
 Every knob has an environment variable so ``make bench`` stays one command:
 ``BENCH_DATABASE_URL``, ``BENCH_REDIS_URL``, ``BENCH_SECONDS``, ``BENCH_WARMUP_SECONDS``,
-``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``, ``BENCH_DB_POOL``,
-``BENCH_POOL_VARIANT`` (0 skips the HTTP-with-pool table), ``BENCH_OUTPUT``.
+``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``, ``BENCH_POOL_VARIANT`` (0 skips
+the HTTP-without-pool table), ``BENCH_OUTPUT``.
+
+The servers always run ``missionweave.settings``, whose PostgreSQL default is Django's psycopg
+connection pool (``MWP_DB_POOL``, ``MWP_DB_POOL_MAX``): the main HTTP table measures that
+default, the variant the same servers started with ``MWP_DB_POOL=0``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +32,8 @@ class BenchConfig:
     batch_sizes: tuple[int, ...]  # commands per commands:batch request
     servers: int  # daphne processes the HTTP clients are spread over
     base_port: int
-    conn_max_age: int  # DB_CONN_MAX_AGE of the server processes
-    db_pool: bool  # serve through benchmarks.pooled_settings (Django's psycopg pool)
-    pool_variant: bool  # also measure HTTP with the pool, next to the default servers
+    conn_max_age: int  # DB_CONN_MAX_AGE of the servers without a pool (a pool forces 0)
+    pool_variant: bool  # also measure HTTP with MWP_DB_POOL=0, next to the default servers
     output: Path
     quick: bool
 
@@ -52,10 +54,6 @@ def _int(name: str, default: int) -> int:
     return int(os.environ.get(name, str(default)))
 
 
-def _pool_installed() -> bool:
-    return importlib.util.find_spec("psycopg_pool") is not None
-
-
 def load_config(*, quick: bool = False) -> BenchConfig:
     """The full run (about four minutes on two cores), or a tiny one that only checks wiring."""
     return BenchConfig(
@@ -71,9 +69,8 @@ def load_config(*, quick: bool = False) -> BenchConfig:
         # Django under ASGI runs each request's sync code in a thread of its own, so a persistent
         # connection (CONN_MAX_AGE > 0) is never reused and leaks until garbage collection.
         conn_max_age=_int("BENCH_DB_CONN_MAX_AGE", 0),
+        pool_variant=os.environ.get("BENCH_POOL_VARIANT", "1") == "1",
         # A quick run only proves the wiring: it never overwrites the published numbers.
-        db_pool=os.environ.get("BENCH_DB_POOL", "0") == "1",
-        pool_variant=os.environ.get("BENCH_POOL_VARIANT", "1") == "1" and _pool_installed(),
         output=Path(
             os.environ.get(
                 "BENCH_OUTPUT",

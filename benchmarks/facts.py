@@ -52,6 +52,15 @@ def load_average() -> str:
     return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
+def harness_pool() -> str:
+    """What the settings gave this process (and so the in-process threads): the pool or not."""
+    from django.conf import settings
+
+    from .servers import describe_pool_options
+
+    return describe_pool_options(settings.DATABASES["default"].get("OPTIONS", {}).get("pool"))
+
+
 def machine_facts(database_url: str) -> dict[str, str]:
     return {
         "nproc": str(len(os.sched_getaffinity(0))),
@@ -62,4 +71,5 @@ def machine_facts(database_url: str) -> dict[str, str]:
         "django": django.get_version(),
         **{f"postgresql_{key}": value for key, value in server_facts(database_url).items()},
         "git_revision": _git_revision(),
+        "harness_db_pool": harness_pool(),
     }

@@ -22,12 +22,13 @@ HOW_TO = [
     "it, creates 16 groups and 16 coordinator agents through the services, starts the daphne "
     "processes and runs every section (about three minutes). Knobs, all environment "
     "variables: `BENCH_SECONDS` (per scenario, default 5), `BENCH_WARMUP_SECONDS` (1), "
-    "`BENCH_SERVERS` (2), `BENCH_DB_CONN_MAX_AGE` (0), `BENCH_DB_POOL=1` (serve the main "
-    "table with the pool too), `BENCH_POOL_VARIANT=0` (skip table 1b; it is skipped anyway "
-    "without `psycopg_pool`), `BENCH_REDIS_URL` (default Redis db 5; empty: in-memory "
-    "channel layer), `BENCH_PORT`, `BENCH_OUTPUT`. `python -m benchmarks.run --quick` runs "
-    "every section at toy sizes and writes `var/benchmarks-quick.md`; raw figures of each run "
-    "go to `var/benchmarks/*.json`, server logs to `var/benchmarks/daphne-*.log`.",
+    "`BENCH_SERVERS` (2), `BENCH_DB_CONN_MAX_AGE` (0; only the servers of table 1b use it), "
+    "`BENCH_POOL_VARIANT=0` (skip table 1b), `BENCH_REDIS_URL` (default Redis db 5; empty: "
+    "in-memory channel layer), `BENCH_PORT`, `BENCH_OUTPUT`; the servers and the harness "
+    "also read the product's `MWP_DB_POOL_MAX` (the pool's max_size per process). "
+    "`python -m benchmarks.run --quick` runs every section at toy sizes and writes "
+    "`var/benchmarks-quick.md`; raw figures of each run go to `var/benchmarks/*.json`, server "
+    "logs to `var/benchmarks/daphne-*.log`.",
     "",
 ]
 
@@ -113,8 +114,16 @@ def _facts(results: Results) -> list[str]:
         f"- **Load average (1/5/15 min):** {results.load_before} before, "
         f"{results.load_after} after — other work on the machine shares the two cores",
         f"- **Settings:** {c.seconds:g} s per scenario after a {c.warmup_seconds:g} s warm-up; "
-        f"HTTP through {c.servers} daphne process(es), DB_CONN_MAX_AGE={c.conn_max_age}, "
-        f"{'psycopg pool (BENCH_DB_POOL=1)' if c.db_pool else 'no connection pool'}; "
+        f"HTTP through {c.servers} daphne process(es) running `missionweave.settings` with "
+        f"the product's default connection handling (`MWP_DB_POOL=1`: "
+        f"{f.get('server_db_pool', '?')} per process)"
+        + (
+            f", table 1b through {c.servers} more with `MWP_DB_POOL=0` and "
+            f"DB_CONN_MAX_AGE={c.conn_max_age}"
+            if c.pool_variant
+            else ""
+        )
+        + f"; in process: {f.get('harness_db_pool', '?')}; "
         f"stored `mission.created` event ≈ {results.event_bytes:.0f} bytes",
         "",
     ]
@@ -191,9 +200,9 @@ def _ceiling_section(results: Results) -> list[str]:
         *_table(
             ["rows per transaction", "rows/s", "p50 ms", "p99 ms", "load after cell"], many_rows
         ),
-        "*load after cell*: the 1-minute load average when the cell (ceiling, in-process, HTTP) "
-        "ended. The run itself accounts for about 2–4 of it at 16 clients; well above that, "
-        "other work shared the cores and that cell's figures are low.",
+        "*load after cell*: the 1-minute load average when the cell (ceiling, in-process, HTTP "
+        "with and without the pool) ended. The run itself accounts for about 2–4 of it at 16 "
+        "clients; well above that, other work shared the cores and that cell's figures are low.",
         "",
     ]
 
@@ -202,8 +211,8 @@ def _ratio_section(results: Results) -> list[str]:
     clients = list(results.config.clients)
     rows = []
     for label, measurements in (
-        ("HTTP", results.http),
-        ("HTTP with pool", results.http_pool),
+        ("HTTP (pool)", results.http),
+        ("HTTP without pool", results.http_no_pool),
         ("in-process", results.inprocess),
     ):
         if not measurements:
@@ -254,18 +263,18 @@ def _breakdown_section(results: Results) -> list[str]:
     ]
 
 
-def _pool_section(results: Results) -> list[str]:
-    if not results.http_pool:
+def _no_pool_section(results: Results) -> list[str]:
+    if not results.http_no_pool:
         return []
     return [
-        "### 1b. The same, with Django's psycopg connection pool",
+        "### 1b. The same servers without a connection pool (`MWP_DB_POOL=0`)",
         "",
-        "Under ASGI each request runs in a thread of its own and so opens a new PostgreSQL "
-        "connection (`DB_CONN_MAX_AGE` cannot help: the thread never serves another request). "
-        "These servers ran `benchmarks/pooled_settings.py` (the project's settings plus "
-        '`OPTIONS["pool"]`), measured right after the default ones in each cell.',
+        "Under ASGI each request runs in a thread of its own, so without a pool it opens a new "
+        "PostgreSQL connection (`DB_CONN_MAX_AGE` cannot help: the thread never serves another "
+        "request). What the pool buys is table 1 against this one; both were measured back to "
+        "back in each cell, with the same settings module and only `MWP_DB_POOL` changed.",
         "",
-        *_command_section(results, results.http_pool),
+        *_command_section(results, results.http_no_pool),
     ]
 
 
@@ -284,15 +293,19 @@ def render(results: Results) -> str:
         "`POST /api/v1/groups/{g}/commands` with a fresh signed `mission.create` per request "
         "(pre-signed before the clock starts), each client a thread with its own keep-alive "
         "`httpx.Client`, agent and session token, clients spread round-robin over the daphne "
-        "processes; latency is per request as the client sees it. Ratio: to pgbench at the "
-        "same groups and clients.",
+        "processes; latency is per request as the client sees it. The servers run the product "
+        "default: `missionweave.settings`, which on PostgreSQL borrows each request's "
+        "connection from Django's psycopg pool. Ratio: to pgbench at the same groups and "
+        "clients.",
         "",
         *_command_section(results, results.http),
-        *_pool_section(results),
+        *_no_pool_section(results),
         "## 2. The write path in process",
         "",
-        "`submit_command` called from N threads of one process (its own DB connection each): "
-        "no HTTP, DRF, token lookup or JSON parsing.",
+        "`submit_command` called from N threads of one process: no HTTP, DRF, token lookup or "
+        "JSON parsing. Each thread takes its connection the way the settings say (on "
+        "PostgreSQL: borrowed from the pool, see *Settings* above) and keeps it for the whole "
+        "scenario, so the pool makes little difference here.",
         "",
         *_command_section(results, results.inprocess),
         "## 3. `commands:batch` into one group",

@@ -27,7 +27,7 @@ class Results:
     executemany: list[Measurement] = field(default_factory=list)
     inprocess: list[Measurement] = field(default_factory=list)
     http: list[Measurement] = field(default_factory=list)
-    http_pool: list[Measurement] = field(default_factory=list)
+    http_no_pool: list[Measurement] = field(default_factory=list)  # servers with MWP_DB_POOL=0
     batch: list[Measurement] = field(default_factory=list)
     breakdown: Breakdown | None = None
     # 1-minute load average after each cell ("groups/clients", "batch/size"): this run's own
@@ -47,7 +47,7 @@ class Results:
             "loads": self.loads,
             **{
                 name: [m.as_dict() for m in getattr(self, name)]
-                for name in ("pgbench", "executemany", "inprocess", "http", "http_pool", "batch")
+                for name in ("pgbench", "executemany", "inprocess", "http", "http_no_pool", "batch")
             },
             "breakdown": self.breakdown.as_dict() if self.breakdown else None,
         }

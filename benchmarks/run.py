@@ -1,16 +1,17 @@
 """``python -m benchmarks.run [--quick]``: reset the benchmark database, measure, report.
 
 Order: for every (groups, clients) cell, pgbench's ceiling, then the in-process write path,
-then HTTP, then HTTP with a connection pool — back to back, so a ratio compares figures
-taken seconds apart even when other work on the machine comes and goes. Then batches next
-to ``executemany``, then the per-step breakdown. The report goes to ``docs/benchmarks.md``
-(``--quick``: under ``var/``) and the raw figures to ``var/benchmarks/results.json``.
+then HTTP to the servers as shipped (Django's psycopg pool, the PostgreSQL default), then HTTP
+to the same servers started with ``MWP_DB_POOL=0`` — back to back, so a ratio compares
+figures taken seconds apart even when other work on the machine comes and goes. Then batches
+(default servers) next to ``executemany``, then the per-step breakdown. The report goes to
+``docs/benchmarks.md`` (``--quick``: under ``var/``) and the raw figures to
+``var/benchmarks/results.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -73,7 +74,7 @@ def _measure_cell(
     config: BenchConfig,
     world: BenchWorld,
     urls: list[str],
-    pooled_urls: list[str],
+    unpooled_urls: list[str],
     groups: int,
     clients: int,
 ) -> None:
@@ -95,18 +96,18 @@ def _measure_cell(
         f"{groups} group(s), {clients} client(s): pgbench {results.pgbench[-1].rate:.0f}/s, "
         f"in-process {results.inprocess[-1].rate:.0f}/s, http {results.http[-1].rate:.0f}/s"
     )
-    if pooled_urls:
-        results.http_pool.append(
+    if unpooled_urls:
+        results.http_no_pool.append(
             measure_http(
                 world,
-                pooled_urls,
+                unpooled_urls,
                 clients=clients,
                 groups=groups,
                 config=config,
-                name="http_pool",
+                name="http_no_pool",
             )
         )
-        line += f", http with pool {results.http_pool[-1].rate:.0f}/s"
+        line += f", http without pool {results.http_no_pool[-1].rate:.0f}/s"
     results.loads[f"{groups}/{clients}"] = os.getloadavg()[0]
     _log(f"{line} (load {results.loads[f'{groups}/{clients}']:.1f})")
 
@@ -120,7 +121,7 @@ def measure(config: BenchConfig, command: str) -> Results:
     from .facts import load_average, machine_facts
     from .http_load import measure_http_batch
     from .results import Results
-    from .servers import running_servers
+    from .servers import describe_pool, running_servers
     from .world import build_world
 
     results = Results(command=command, config=config, started_at=datetime.now(UTC))
@@ -129,21 +130,22 @@ def measure(config: BenchConfig, command: str) -> Results:
     reset_database(config.database_url)
     call_command("migrate", verbosity=0)
     results.facts = machine_facts(config.database_url)
+    results.facts["server_db_pool"] = describe_pool(config, pool=True)
     world = build_world(groups=config.max_groups, agents=config.max_clients)
     _log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
     _settle(config)
 
     with ExitStack() as servers:
-        urls = servers.enter_context(running_servers(config))
-        pooled_urls: list[str] = []
-        if config.pool_variant and not config.db_pool:
-            pooled = dataclasses.replace(config, db_pool=True)
-            pooled_urls = servers.enter_context(running_servers(pooled, first_index=config.servers))
-        pooled_text = ", ".join(pooled_urls) or "-"
-        _log(f"daphne at {', '.join(urls)}; with a connection pool at {pooled_text}")
+        urls = servers.enter_context(running_servers(config, pool=True))
+        unpooled_urls: list[str] = []
+        if config.pool_variant:
+            unpooled_urls = servers.enter_context(
+                running_servers(config, pool=False, first_index=config.servers)
+            )
+        _log(f"daphne at {', '.join(urls)}; without a pool at {', '.join(unpooled_urls) or '-'}")
         for groups in config.groups:
             for clients in config.clients:
-                _measure_cell(results, config, world, urls, pooled_urls, groups, clients)
+                _measure_cell(results, config, world, urls, unpooled_urls, groups, clients)
         for size in config.batch_sizes:
             results.executemany.append(
                 ceilings.run_executemany(

@@ -4,11 +4,14 @@ Under ASGI Django runs each request's sync code (middleware, DRF view, write pat
 thread of that request's own (``ThreadSensitiveContext``), so one process serves requests
 concurrently, but all its Python shares one GIL: on two cores the harness starts two
 processes and spreads the clients over them. A new thread per request also means a new
-database connection per request (connections are per thread).
+database connection per request (connections are per thread) unless the settings give a
+connection pool, which they do by default on PostgreSQL; ``pool=False`` starts the servers
+with ``MWP_DB_POOL=0`` to measure what the pool buys.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -32,12 +35,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def server_environment(config: BenchConfig) -> dict[str, str]:
+def server_environment(config: BenchConfig, *, pool: bool) -> dict[str, str]:
+    """The product's settings module; only the database and the pool switch differ."""
     return {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": (
-            "benchmarks.pooled_settings" if config.db_pool else "missionweave.settings"
-        ),
+        "DJANGO_SETTINGS_MODULE": "missionweave.settings",
+        "MWP_DB_POOL": "1" if pool else "0",
         "DATABASE_URL": config.database_url,
         "REDIS_URL": config.redis_url,
         "DEBUG": "0",
@@ -46,6 +49,34 @@ def server_environment(config: BenchConfig) -> dict[str, str]:
         "DB_CONN_MAX_AGE": str(config.conn_max_age),
         "MWP_CHANNEL_PREFIX": "mwp-bench",
     }
+
+
+def describe_pool(config: BenchConfig, *, pool: bool) -> str:
+    """The connection pool the servers' settings resolve to, asked of a process with exactly
+    their environment (the settings module owns the defaults; this does not repeat them)."""
+    script = (
+        "import json; from django.conf import settings; "
+        "print(json.dumps(settings.DATABASES['default'].get('OPTIONS', {}).get('pool')))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=server_environment(config, pool=pool),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        return "? (could not read the servers' settings)"
+    return describe_pool_options(json.loads(completed.stdout))
+
+
+def describe_pool_options(options: object) -> str:
+    if not options:
+        return "no pool"
+    if isinstance(options, dict):
+        return f"psycopg pool, max_size {options.get('max_size', '?')}"
+    return "psycopg pool"
 
 
 def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -61,12 +92,14 @@ def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log: Path) -> N
 
 
 @contextmanager
-def running_servers(config: BenchConfig, *, first_index: int = 0) -> Iterator[list[str]]:
+def running_servers(
+    config: BenchConfig, *, pool: bool = True, first_index: int = 0
+) -> Iterator[list[str]]:
     """Start ``config.servers`` daphne processes; yield their base URLs; stop them."""
     log_dir = ROOT / "var" / "benchmarks"
     log_dir.mkdir(parents=True, exist_ok=True)
     daphne = Path(sys.executable).with_name("daphne")
-    env = server_environment(config)
+    env = server_environment(config, pool=pool)
     processes: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     try:

@@ -20,7 +20,14 @@ from missionweave.protocol.events import event_hash
 from missionweave.protocol.facts import Fact, NewEvent
 from missionweave.protocol.timefmt import format_timestamp
 
-from .models import Event
+# Hand-written like the head statements: for one row, Django's bulk_create spends about as
+# much CPU compiling the INSERT as the statement costs (~0.1 ms per command, measured).
+_INSERT_EVENTS = (
+    "INSERT INTO ledger_event (group_id, sequence, event_id, type, command_id, actor, "
+    "recorded_at, hash, document) VALUES "
+)
+_EVENT_ROW = "(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_ROWS_PER_INSERT = 100  # 900 parameters: under every SQLite build's limit
 
 
 @dataclass
@@ -64,8 +71,9 @@ def lock_head(group_id: str) -> Head | None:
 def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: str) -> list[Fact]:
     """Give ``new_events`` their sequence, time and hash; insert them; advance ``head``."""
     recorded_at = format_timestamp(head.now)
+    recorded_at_db = connection.ops.adapt_datetimefield_value(head.now)
     facts: list[Fact] = []
-    rows: list[Event] = []
+    rows: list[tuple[Any, ...]] = []
     for new in new_events:
         sequence = head.sequence + 1
         document = {
@@ -81,16 +89,16 @@ def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: st
         }
         document["hash"] = event_hash(document)
         rows.append(
-            Event(
-                group_id=head.group_id,
-                sequence=sequence,
-                event_id=document["event_id"],
-                type=new.type,
-                command_id=command_id,
-                actor=actor,
-                recorded_at=head.now,
-                hash=document["hash"],
-                document=canonical_bytes(document).decode("utf-8"),
+            (
+                head.group_id,
+                sequence,
+                document["event_id"],
+                new.type,
+                command_id,
+                actor,
+                recorded_at_db,
+                document["hash"],
+                canonical_bytes(document).decode("utf-8"),
             )
         )
         facts.append(
@@ -98,7 +106,13 @@ def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: st
         )
         head.sequence, head.hash = sequence, document["hash"]
         head.appended.append(document)
-    Event.objects.bulk_create(rows)
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            cursor.execute(
+                _INSERT_EVENTS + ", ".join([_EVENT_ROW] * len(chunk)),
+                [value for row in chunk for value in row],
+            )
     return facts
 
 

@@ -171,9 +171,10 @@ def submit_batch(
     the ones after it; the batch holds the head lock once instead of once per command.
     """
     results: list[Outcome | ProtocolError | _Verified] = []
+    keys: dict[str, list[Any]] = {}  # one request, one caller: its keys are read once
     for document in documents:
         try:
-            results.append(_verify(group_id, document, caller, admin=False))
+            results.append(_verify(group_id, document, caller, admin=False, keys=keys))
         except ProtocolError as refusal:
             results.append(refusal)
     if not any(isinstance(item, _Verified) for item in results):
@@ -197,8 +198,19 @@ def submit_batch(
     return results  # type: ignore[return-value]
 
 
-def _verify(group_id: str, document: object, caller: Caller, *, admin: bool) -> _Verified:
-    """wire.md §3 steps 2–4: everything that needs no lock."""
+def _verify(
+    group_id: str,
+    document: object,
+    caller: Caller,
+    *,
+    admin: bool,
+    keys: dict[str, list[Any]] | None = None,
+) -> _Verified:
+    """wire.md §3 steps 2–4: everything that needs no lock.
+
+    ``keys`` memoises each agent's current public keys across the items of one batch; a key
+    revoked while that one request is being verified does not matter.
+    """
     known = ADMIN_COMMAND_TYPES if admin else PUBLIC_COMMAND_TYPES
     envelope = parse_envelope(
         document, path_group=group_id, known_types=known, supported_extensions=SUPPORTED_EXTENSIONS
@@ -211,7 +223,13 @@ def _verify(group_id: str, document: object, caller: Caller, *, admin: bool) -> 
             requirement="wire§3",
         )
     if envelope.actor_kind == "agent":
-        check_signature(envelope, _current_keys(envelope.actor_name))
+        agent_id = envelope.actor_name
+        if keys is None:
+            check_signature(envelope, _current_keys(agent_id))
+        else:
+            if agent_id not in keys:
+                keys[agent_id] = _current_keys(agent_id)
+            check_signature(envelope, keys[agent_id])
     check_clock_skew(envelope.issued_at, timezone.now())
     return _Verified(envelope, spec)
 
@@ -242,10 +260,16 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
     envelope, spec = verified.envelope, verified.spec
     group_id = head.group_id
 
-    # 5. idempotency: same id from the same actor in this group
-    record = CommandRecord.objects.filter(
-        group_id=group_id, actor=envelope.actor, command_id=envelope.id
-    ).first()
+    # 5. idempotency: same id from the same actor in this group (a unique constraint: at most
+    # one row, so [:1] rather than .first(), whose ORDER BY costs ~0.1 ms of CPU to compile)
+    record = next(
+        iter(
+            CommandRecord.objects.filter(
+                group_id=group_id, actor=envelope.actor, command_id=envelope.id
+            )[:1]
+        ),
+        None,
+    )
     if record is not None:
         if record.content_digest != envelope.content_digest:
             raise ProtocolError(

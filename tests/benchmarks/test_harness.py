@@ -18,6 +18,7 @@ from benchmarks.config import load_config
 from benchmarks.inprocess import measure_inprocess
 from benchmarks.report import render
 from benchmarks.results import Results
+from benchmarks.servers import server_environment
 from benchmarks.stats import percentile, ratio, summarize
 from benchmarks.world import build_world
 
@@ -82,3 +83,46 @@ def test_inprocess_quick_measurement_appends_gapless_events_and_is_well_formed(t
     document = render(results)
     assert "## 2. The write path in process" in document
     assert "| 2 | 2 |" in document  # the row of this scenario (groups, clients)
+
+
+def test_servers_run_the_product_settings_with_the_pool_switched_by_the_variant_only():
+    """Table 1 measures the servers as shipped (the psycopg pool on PostgreSQL); table 1b the
+    same settings module with ``MWP_DB_POOL=0``."""
+    config = load_config(quick=True)
+    pooled = server_environment(config, pool=True)
+    unpooled = server_environment(config, pool=False)
+
+    assert pooled["DJANGO_SETTINGS_MODULE"] == "missionweave.settings"
+    assert unpooled["DJANGO_SETTINGS_MODULE"] == "missionweave.settings"
+    assert (pooled["MWP_DB_POOL"], unpooled["MWP_DB_POOL"]) == ("1", "0")
+    assert {k: v for k, v in pooled.items() if k != "MWP_DB_POOL"} == {
+        k: v for k, v in unpooled.items() if k != "MWP_DB_POOL"
+    }
+
+
+def test_report_puts_the_pooled_servers_first_and_the_unpooled_ones_in_table_1b(tmp_path):
+    """The main HTTP table is the product default; 1b and the ratio table name the variant."""
+    config = dataclasses.replace(load_config(quick=True), output=tmp_path / "b.md")
+    results = Results(command="pytest", config=config, started_at=datetime.now(UTC))
+    pooled = summarize(
+        "http", operations=90, elapsed_s=1.0, latencies_s=[0.011], params=_cell(1, 1)
+    )
+    unpooled = summarize(
+        "http_no_pool", operations=50, elapsed_s=1.0, latencies_s=[0.019], params=_cell(1, 1)
+    )
+    results.http.append(pooled)
+    results.http_no_pool.append(unpooled)
+
+    document = render(results)
+
+    table_1 = document.index("## 1. Signed commands over HTTP")
+    table_1b = document.index("### 1b. The same servers without a connection pool")
+    assert table_1 < document.index("| 1 | 1 | 90.0 |") < table_1b
+    assert table_1b < document.index("| 1 | 1 | 50.0 |") < document.index("## 2.")
+    assert "| HTTP (pool), 1 group(s) |" in document
+    assert "| HTTP without pool, 1 group(s) |" in document
+    assert "pooled_settings" not in document
+
+
+def _cell(groups: int, clients: int) -> dict[str, int]:
+    return {"groups": groups, "clients": clients}

@@ -56,15 +56,7 @@ def replay(group_id: str, *, through: int, progress: Callable[[int], None] | Non
             or event["hash"] != event_hash(event)
         ):
             result.chain_break = expected_sequence
-        fact = Fact(
-            type=event["type"],
-            payload=event["payload"],
-            actor=event["actor"],
-            sequence=event["sequence"],
-            command_id=event["command_id"],
-            recorded_at=event["recorded_at"],
-            group=event["group"],
-        )
+        fact = Fact.of_event(event)
         decider.apply(result.state, fact)
         result.head_hash = event["hash"]
         result.events += 1

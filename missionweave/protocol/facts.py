@@ -81,3 +81,16 @@ class Fact:
     command_id: str
     recorded_at: str
     group: str = ""
+
+    @classmethod
+    def of_event(cls, event: dict[str, Any]) -> Fact:
+        """The fact a stored wire.md §6 event document records (for replays)."""
+        return cls(
+            type=event["type"],
+            payload=event["payload"],
+            actor=event["actor"],
+            sequence=event["sequence"],
+            command_id=event["command_id"],
+            recorded_at=event["recorded_at"],
+            group=event["group"],
+        )

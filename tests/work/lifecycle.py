@@ -209,15 +209,7 @@ class LogTracker:
                 else None
             )
             before = self.item_state(work_item)
-            fact = Fact(
-                type=document["type"],
-                payload=document["payload"],
-                actor=document["actor"],
-                sequence=document["sequence"],
-                command_id=document["command_id"],
-                recorded_at=document["recorded_at"],
-                group=document["group"],
-            )
+            fact = Fact.of_event(document)
             decider.apply(self.state, fact)
             if work_item is not None:
                 after = self.item_state(work_item)

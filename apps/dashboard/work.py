@@ -269,9 +269,14 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         return None
     item = row.to_state()
     view = _views(group_id, [item], viewer, {})[0]
-    dependents = WorkItem.objects.filter(
-        group_id=group_id, data__depends_on__contains=[item.id]
-    ).values_list("work_item_id", "state")
+    # filtered here, not with a JSON ``__contains`` lookup: SQLite (the demo) has none
+    dependents = [
+        (other, state)
+        for other, state, depends_on in WorkItem.objects.filter(group_id=group_id)
+        .order_by("id")
+        .values_list("work_item_id", "state", "data__depends_on")
+        if item.id in (depends_on or ())
+    ]
     sequences = [sequence for sequence, _type, _actor in item.history]
     documents = {
         sequence: json.loads(text)
@@ -304,7 +309,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
     return WorkItemPage(
         view=view,
         mission=Mission.objects.filter(group_id=group_id, mission_id=item.mission).first(),
-        needed_by=tuple(Dependency(other, state) for other, state in dependents.order_by("id")),
+        needed_by=tuple(Dependency(other, state) for other, state in dependents),
         budgets=_budgets(item),
         history=history,
         messages=tuple(messages),

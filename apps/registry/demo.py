@@ -1,19 +1,18 @@
-"""Demo data for ``manage.py demo``: one group with a human admin, a coordinator agent and
-workers, open sessions and a few missions — all through the real services and the one write
-path, so the demo exercises exactly what production does.
+"""The demo's cast for ``manage.py demo``: one group with a human admin, a coordinator agent
+and workers, open sessions, a few missions, and the two ways they submit commands (signed by
+an agent, or as the human admin) — all through the real services and the one write path, so
+the demo exercises exactly what production does. The story they act out is
+:mod:`apps.registry.demo_work`.
 
 Seeding is idempotent: identities are created once, memberships are granted only when they
 differ, and the seed missions use fixed command ids, so a second run is answered from the
 idempotency records and appends nothing. Only the agents' sessions are opened afresh (a new
-session epoch each run), because the live producer needs a session that is current now.
+session epoch each run), because the live loop needs a session that is current now.
 """
 
 from __future__ import annotations
 
-import itertools
 import secrets
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from apps.ledger.write_path import Caller, Outcome, submit_command
 from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.missions import CREATE as MISSION_CREATE
 from missionweave.protocol.signing import (
     b64url_decode,
     b64url_encode,
@@ -54,15 +52,6 @@ SEED_MISSIONS = (
     ("demo-m-onboarding", "Translate the onboarding guide into French and German"),
     ("demo-m-pricing", "Compare the pricing pages of our three main competitors"),
 )
-LIVE_GOALS = (
-    "Triage the new support tickets",
-    "Draft release notes for the next version",
-    "Check the nightly benchmark results for regressions",
-    "Summarise this week's customer interviews",
-    "Review the open pull requests for security issues",
-    "Collect the citations for the research memo",
-    "Plan the data migration of the archive",
-)
 
 
 @dataclass
@@ -87,6 +76,16 @@ class DemoWorld:
     api_token: str
     coordinator: DemoAgent
     workers: list[DemoAgent]
+
+    @property
+    def admin_principal(self) -> str:
+        return f"user:{self.admin_username}"
+
+    def agent(self, principal: str) -> DemoAgent | None:
+        """The demo agent behind ``principal`` (``None`` for a human or a stranger)."""
+        return next(
+            (a for a in (self.coordinator, *self.workers) if a.principal == principal), None
+        )
 
 
 def _agent_card(agent_id: str, capability: str) -> dict[str, Any]:
@@ -167,32 +166,71 @@ def open_session(agent: DemoAgent) -> None:
     agent.token = opened.token
 
 
-def create_mission(agent: DemoAgent, *, command_id: str, mission_id: str, goal: str) -> Outcome:
-    """A signed ``mission.create`` from ``agent`` through the write path.
+def _membership_epoch(principal: str) -> int:
+    """The principal's current membership epoch in the demo group (0: none, refused later)."""
+    membership = services.membership_of(GROUP, principal)
+    return membership.epoch if membership is not None else 0
 
-    The caller comes from the agent's session token, as for an API request, so a session
-    replaced since (another ``demo`` run) is ``STALE_SESSION`` here too.
-    """
+
+def _agent_submit(agent: DemoAgent, type_: str, body: dict[str, Any], command_id: str) -> Outcome:
+    # The caller comes from the agent's session token, as for an API request, so a session
+    # replaced since (another ``demo`` run) is STALE_SESSION here too.
     caller = services.authenticate_bearer(agent.token).caller
-    membership = services.membership_of(GROUP, agent.principal)
     document = signed_envelope(
         agent.key,
         {
             "id": command_id,
-            "type": MISSION_CREATE,
+            "type": type_,
             "group": GROUP,
             "actor": agent.principal,
             "session_epoch": agent.session_epoch,
-            "membership_epoch": membership.epoch if membership else 0,
+            "membership_epoch": _membership_epoch(agent.principal),
             "issued_at": format_timestamp(timezone.now()),
-            "body": {
-                "mission": mission_id,
-                "goal": goal,
-                "budgets": {"money": 5.0, "tokens": 200000, "tool_calls": 50},
-            },
+            "body": body,
         },
     )
     return submit_command(group_id=GROUP, document=document, caller=caller)
+
+
+def submit_as_agent(
+    agent: DemoAgent, type_: str, body: dict[str, Any], *, command_id: str
+) -> Outcome:
+    """A command signed by ``agent``, as its client would send it (wire.md §3).
+
+    A session that another ``demo`` run replaced, or that expired, is reopened once and the
+    command sent again (R11.3-10) — what a real agent does when told STALE_SESSION.
+    """
+    try:
+        return _agent_submit(agent, type_, body, command_id)
+    except ProtocolError as refusal:
+        if refusal.code not in (ErrorCode.STALE_SESSION, ErrorCode.UNAUTHENTICATED):
+            raise
+    open_session(agent)
+    return _agent_submit(agent, type_, body, command_id)
+
+
+def submit_as_admin(username: str, type_: str, body: dict[str, Any], *, command_id: str) -> Outcome:
+    """A command from the human admin: the unsigned human envelope the dashboard builds."""
+    principal = f"user:{username}"
+    document = {
+        "id": command_id,
+        "type": type_,
+        "group": GROUP,
+        "actor": principal,
+        "membership_epoch": _membership_epoch(principal),
+        "issued_at": format_timestamp(timezone.now()),
+        "body": body,
+    }
+    caller = Caller(principal=principal, kind="user", is_staff=True)
+    return submit_command(group_id=GROUP, document=document, caller=caller)
+
+
+def mission_body(mission_id: str, goal: str) -> dict[str, Any]:
+    return {
+        "mission": mission_id,
+        "goal": goal,
+        "budgets": {"money": 5.0, "tokens": 200000, "tool_calls": 50},
+    }
 
 
 def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
@@ -211,29 +249,10 @@ def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
     for agent in (coordinator, *workers):
         open_session(agent)
     for mission_id, goal in SEED_MISSIONS:
-        create_mission(
-            coordinator, command_id=f"seed-{mission_id}", mission_id=mission_id, goal=goal
+        submit_as_agent(
+            coordinator,
+            "mission.create",
+            mission_body(mission_id, goal),
+            command_id=f"seed-{mission_id}",
         )
     return DemoWorld(GROUP, ADMIN_USERNAME, password, _admin_token(), coordinator, workers)
-
-
-def live_goals() -> Iterator[str]:
-    """Varied goals for the live producer: the list again and again, numbered."""
-    for round_, goal in enumerate(itertools.cycle(LIVE_GOALS)):
-        yield f"{goal} (#{round_ + 1})"
-
-
-def create_live_mission(world: DemoWorld, goal: str) -> Outcome:
-    """One more mission from the coordinator; reopens its session if another run replaced it."""
-    unique = uuid.uuid4().hex[:12]
-    try:
-        return create_mission(
-            world.coordinator, command_id=f"live-{unique}", mission_id=f"m-{unique}", goal=goal
-        )
-    except ProtocolError as refusal:
-        if refusal.code != ErrorCode.STALE_SESSION:
-            raise
-    open_session(world.coordinator)
-    return create_mission(
-        world.coordinator, command_id=f"live-{unique}", mission_id=f"m-{unique}", goal=goal
-    )

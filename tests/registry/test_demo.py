@@ -1,4 +1,5 @@
-"""``manage.py demo --no-serve``: live demo data through the real services and write path."""
+"""``manage.py demo --no-serve`` and the live loop: demo data through the real services and
+write path, WorkItems in each state, and a loop that moves them."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -21,13 +23,19 @@ from django.core.management import call_command
 from django.db import connection
 
 from apps.ledger.models import CommandRecord, Event, GroupLog
-from apps.registry import demo
+from apps.registry import demo, demo_work
 from apps.registry.models import Agent, AgentKey, AgentSession
 from apps.registry.services import api_token_create, authenticate_bearer, memberships_of
-from apps.work.models import Mission
+from apps.work.models import Mission, WorkItem
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
+DEMO_ACTORS = {
+    "user:admin",
+    f"agent:{demo.COORDINATOR}",
+    *(f"agent:{worker}" for worker in demo.WORKERS),
+}
 
 
 def seed(keys_dir) -> str:
@@ -40,8 +48,31 @@ def head() -> int:
     return GroupLog.objects.get(group_id=demo.GROUP).head_sequence
 
 
+def states() -> dict[str, str]:
+    return dict(WorkItem.objects.filter(group_id=demo.GROUP).values_list("work_item_id", "state"))
+
+
+def item(work_item: str) -> dict:
+    return WorkItem.objects.get(group_id=demo.GROUP, work_item_id=work_item).data
+
+
+def verify() -> None:
+    call_command("rebuild_projections", "--verify", stdout=io.StringIO())
+
+
+def world(keys_dir) -> demo.DemoWorld:
+    built = demo.demo_seed(keys_dir=keys_dir, password="pw")
+    demo_work.seed_work(built)
+    return built
+
+
+def play(built: demo.DemoWorld, ticks: int, seed_: int = 7) -> list[str]:
+    rng = random.Random(seed_)
+    return [line for _ in range(ticks) for line in demo_work.tick(built, rng)]
+
+
 def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(tmp_path):
-    """wire§4: memberships and missions are events in g-demo's log, sessions are open."""
+    """wire§4: memberships, missions and work are events in g-demo's log, sessions are open."""
     seed(tmp_path)
 
     assert memberships_of("user:admin")[demo.GROUP]["roles"] == ["admin", "mission_owner"]
@@ -50,33 +81,70 @@ def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(t
         assert memberships_of(f"agent:{worker}")[demo.GROUP]["roles"] == ["worker"]
         assert AgentSession.objects.filter(agent_id=worker).count() == 1
 
-    types = list(
+    events = list(
         Event.objects.filter(group_id=demo.GROUP).order_by("sequence").values_list("type", "actor")
     )
-    assert types[:4] == [("membership.granted", "user:admin")] * 4
-    assert types[4:] == [("mission.created", f"agent:{demo.COORDINATOR}")] * len(demo.SEED_MISSIONS)
-    assert head() == len(types)
+    missions = len(demo.SEED_MISSIONS)
+    assert events[:4] == [("membership.granted", "user:admin")] * 4
+    assert events[4 : 4 + missions] == [("mission.created", f"agent:{demo.COORDINATOR}")] * missions
+    assert {actor for _type, actor in events} == DEMO_ACTORS
+    assert head() == len(events)
     assert set(
         Mission.objects.filter(group_id=demo.GROUP).values_list("mission_id", flat=True)
     ) >= {mission_id for mission_id, _ in demo.SEED_MISSIONS}
-    call_command("rebuild_projections", "--verify", stdout=io.StringIO())
+    verify()
+
+
+def test_demo_seeds_work_items_in_each_state_of_the_story(tmp_path):
+    """R10.2-02..16: verified, active, queued for approval, waiting on a dependency, blocked by
+    a child mission — each reached through the write path."""
+    seed(tmp_path)
+
+    assert states() == {
+        demo_work.SUMMARY: "verified",
+        demo_work.TRANSLATE: "active",
+        demo_work.PROOFREAD: "open",
+        demo_work.COLLECT: "queued",
+        demo_work.TERMS: "blocked",
+        demo_work.CHILD_ITEM: "open",
+    }
+    summary = item(demo_work.SUMMARY)
+    assert [o["status"] for o in summary["offers"]] == ["accepted", "withdrawn"]  # urgent race
+    assert summary["submission"]["evidence"]
+    assert summary["evidence"][0]["producer"] == "user:admin"
+    assert ("work.result_accepted", "user:admin") in {
+        (entry["type"], entry["actor"]) for entry in summary["history"]
+    }
+    assert item(demo_work.TRANSLATE)["lease"]["status"] == "active"
+    assert item(demo_work.PROOFREAD)["depends_on"] == [demo_work.TRANSLATE]
+    collect = item(demo_work.COLLECT)
+    assert collect["contract"]["risk"]["requires_execution_approval"] is True
+    assert collect["approvals"] == []
+    assert collect["authorized_by"] == f"agent:{demo.COORDINATOR}"  # so the admin may approve
+    assert item(demo_work.TERMS)["child"]["status"] == "running"
+    child = Mission.objects.get(group_id=demo.GROUP, mission_id=demo_work.CHILD_MISSION)
+    assert child.parent == "demo-m-pricing"
+    assert child.work_items == [demo_work.CHILD_ITEM]
+    verify()
 
 
 def test_demo_seeding_twice_appends_nothing_and_still_verifies(tmp_path):
-    """wire§3 step 5: the seed missions replay from their idempotency records the second time."""
+    """wire§3 step 5: the seed commands replay from their idempotency records the second time."""
     seed(tmp_path)
     first_head = head()
     first_keys = AgentKey.objects.count()
     first_records = CommandRecord.objects.filter(group_id=demo.GROUP).count()
+    first_states = states()
 
     seed(tmp_path)
 
     assert head() == first_head
     assert AgentKey.objects.count() == first_keys  # the same keys, read back from keys_dir
     assert CommandRecord.objects.filter(group_id=demo.GROUP).count() == first_records
+    assert states() == first_states
     # each run opens a new session: the coordinator is at session epoch 2
     assert Agent.objects.get(pk=demo.COORDINATOR).session_epoch == 2
-    call_command("rebuild_projections", "--verify", stdout=io.StringIO())
+    verify()
 
 
 def test_demo_admin_can_sign_in_and_use_the_printed_api_token(tmp_path, monkeypatch):
@@ -90,24 +158,129 @@ def test_demo_admin_can_sign_in_and_use_the_printed_api_token(tmp_path, monkeypa
     assert (caller.principal, caller.is_staff) == ("user:admin", True)
 
 
-def test_live_missions_are_signed_by_the_coordinator_and_survive_a_newer_session(tmp_path):
-    """R11.3-10: a live mission after another run replaced the session reopens one, then lands."""
-    world = demo.demo_seed(keys_dir=tmp_path, password="pw")
-    goals = demo.live_goals()
+def test_live_ticks_move_work_to_verified_without_refusals(tmp_path):
+    """R10.2-03..12: the loop offers, accepts, starts, reports, submits and accepts results
+    with signed commands; nothing it sends is refused but the expected urgent-race losers."""
+    built = world(tmp_path)
     before = head()
 
-    outcome = demo.create_live_mission(world, next(goals))
-    demo.open_session(demo.DemoAgent(demo.COORDINATOR, world.coordinator.key))  # "another run"
-    replaced = demo.create_live_mission(world, next(goals))
+    lines = play(built, 40)
 
-    assert head() == before + 2
-    for result in (outcome, replaced):
-        assert result.status == 201
-        assert [e["type"] for e in result.body["events"]] == ["mission.created"]
-    assert Event.objects.get(sequence=head(), group_id=demo.GROUP).actor == (
+    assert head() > before
+    assert not [line for line in lines if line.startswith("  refused")], lines
+    live = {
+        row.work_item_id: row.state
+        for row in WorkItem.objects.filter(group_id=demo.GROUP, mission__startswith="m-")
+    }
+    assert "verified" in live.values(), lines
+    assert states()[demo_work.TRANSLATE] == "verified"  # the seeded active item finished
+    assert states()[demo_work.COLLECT] == "queued"  # still waiting for a person
+    assert states()[demo_work.TERMS] == "blocked"  # still waiting for its child mission
+    types = set(
+        Event.objects.filter(group_id=demo.GROUP, sequence__gt=before).values_list(
+            "type", flat=True
+        )
+    )
+    assert {"mission.created", "work.authorized", "work.offered", "work.offer_accepted",
+            "work.started", "work.progress_reported", "work.submitted",
+            "work.result_accepted"} <= types  # fmt: skip
+    assert (
+        set(
+            Event.objects.filter(group_id=demo.GROUP, sequence__gt=before).values_list(
+                "actor", flat=True
+            )
+        )
+        <= DEMO_ACTORS
+    )
+    verify()
+
+
+def test_admin_approval_lets_the_loop_start_the_gated_item(tmp_path):
+    """R10.2-06: the coordinator authorised it, so the human admin's grant is no SELF_APPROVAL;
+    with it the owner starts the item on the next beat."""
+    built = world(tmp_path)
+    assert play(built, 1) is not None
+    assert states()[demo_work.COLLECT] == "queued"
+
+    granted = demo.submit_as_admin(
+        "admin",
+        "approval.grant_execution",
+        {"work_item": demo_work.COLLECT, "contract_revision": 1, "comment": "go ahead"},
+        command_id=f"test-{uuid.uuid4().hex}",
+    )
+    play(built, 1)
+
+    assert granted.body["result"] == {"approvals": 1, "approvals_required": 1}
+    assert states()[demo_work.COLLECT] == "active"
+    assert item(demo_work.COLLECT)["owner"] == f"agent:{demo.WORKERS[0]}"
+
+    play(built, 6, seed_=3)  # the queue is empty now: the next live mission refills it
+    gated = [
+        row.data
+        for row in WorkItem.objects.filter(group_id=demo.GROUP, mission__startswith="m-")
+        if row.data["contract"]["risk"]["requires_execution_approval"]
+    ]
+    assert len(gated) == 1
+    assert (gated[0]["state"], gated[0]["approvals"]) == ("queued", [])
+    verify()
+
+
+def test_a_new_run_continues_from_the_projections(tmp_path):
+    """wire§3 step 5: after live beats, a second run replays the seed, opens new sessions and
+    the loop carries on: fresh command ids, no duplicates, projections equal a rebuild."""
+    built = world(tmp_path)
+    play(built, 12)
+    moved = head()
+
+    again = world(tmp_path)  # another ``manage.py demo``: new sessions, the seed replays
+    assert head() == moved
+    lines = play(again, 12, seed_=8)
+    lines += play(built, 3, seed_=9)  # the old run's agents: their sessions were replaced
+
+    assert head() > moved
+    assert not [line for line in lines if line.startswith("  refused")], lines
+    assert not CommandRecord.objects.filter(group_id=demo.GROUP, status__gte=400).exists()
+    verify()
+
+
+def test_live_commands_reopen_a_session_another_run_replaced(tmp_path):
+    """R11.3-10: a command refused as STALE_SESSION is sent again on a reopened session."""
+    built = world(tmp_path)
+    demo.open_session(demo.DemoAgent(demo.COORDINATOR, built.coordinator.key))  # "another run"
+    before = head()
+
+    outcome = demo.submit_as_agent(
+        built.coordinator,
+        "mission.create",
+        demo.mission_body("m-reopened", "After a newer session"),
+        command_id="live-reopened",
+    )
+
+    assert outcome.status == 201
+    assert head() == before + 1
+    assert Event.objects.get(group_id=demo.GROUP, sequence=head()).actor == (
         f"agent:{demo.COORDINATOR}"
     )
-    call_command("rebuild_projections", "--verify", stdout=io.StringIO())
+    assert built.coordinator.session_epoch == Agent.objects.get(pk=demo.COORDINATOR).session_epoch
+
+
+def test_a_refused_live_command_is_reported_not_raised(tmp_path):
+    """wire§8: the loop reports a refusal with its code and carries on."""
+    built = world(tmp_path)
+    step = demo_work.Step(
+        f"agent:{demo.WORKERS[1]}",
+        "work.start",
+        {"work_item": demo_work.COLLECT, "ownership_epoch": 1},
+    )
+    before = head()
+
+    line = demo_work.run(built, step)
+
+    assert line.startswith("  refused")
+    assert ErrorCode.FORBIDDEN.value in line
+    assert head() == before
+    with pytest.raises(ProtocolError):  # the same command outside the loop is raised
+        demo.submit_as_agent(built.workers[1], step.type, step.body, command_id="direct")
 
 
 def _free_port() -> int:
@@ -124,8 +297,8 @@ def _get(url: str, token: str | None = None) -> dict:
 
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)  # the server process must see the committed token
-def test_demo_serves_the_api_and_keeps_adding_signed_missions(tmp_path):
-    """wire§4: ``manage.py demo`` serves /api/v1 with daphne and appends live missions."""
+def test_demo_serves_the_api_and_keeps_work_moving(tmp_path):
+    """wire§4: ``manage.py demo`` serves /api/v1 with daphne and moves work live."""
     if not os.environ.get("DATABASE_URL"):
         pytest.fail("the served demo shares the test database through DATABASE_URL")
     token = api_token_create(username="admin", staff=True)  # committed: the server sees it
@@ -158,9 +331,8 @@ def test_demo_serves_the_api_and_keeps_adding_signed_missions(tmp_path):
     assert len(set(heads)) >= 3, output  # the head kept moving while it served
     assert heads == sorted(heads)
     assert page["events"], output
-    assert {(e["type"], e["actor"]) for e in page["events"]} == {
-        ("mission.created", f"agent:{demo.COORDINATOR}")
-    }
+    assert {e["actor"] for e in page["events"]} <= DEMO_ACTORS, output
+    assert any(e["type"].startswith("work.") for e in page["events"]), output
     assert server.returncode == 0, output
     assert "Demo stopped." in output
     call_command("rebuild_projections", "--verify", stdout=io.StringIO())

@@ -1,9 +1,11 @@
 """``manage.py demo [--no-serve] [--port P] [--interval S]``: seed live demo data and serve it.
 
-Seeds the demo world (:mod:`apps.registry.demo`, idempotent), then serves the API, the
-websocket stream and the dashboard with daphne on 127.0.0.1 and, while it runs, submits a
-signed ``mission.create`` from the coordinator agent every few seconds, so open pages have
-something to show.
+Seeds the demo world (:mod:`apps.registry.demo`) and its WorkItems
+(:mod:`apps.registry.demo_work`), both idempotent, then serves the API, the websocket stream
+and the dashboard with daphne on 127.0.0.1 and, while it runs, plays one beat of the live
+workflow every few seconds: missions arrive, the coordinator offers WorkItems, the workers
+accept, start, report, checkpoint and submit, results are accepted — all as signed commands
+through the write path, so open pages have something to watch.
 
 daphne runs as a child process and this process keeps writing. On the embedded default the
 in-memory channel layer cannot carry this process's hints to daphne's consumers; they notice
@@ -13,6 +15,7 @@ the new events by polling the head (``MWP_STREAM_POLL_S``), as the README explai
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -25,8 +28,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, close_old_connections
 
-from apps.registry.demo import DemoWorld, create_live_mission, demo_seed, live_goals
-from missionweave.protocol.errors import ProtocolError
+from apps.registry.demo import DemoWorld, demo_seed
+from apps.registry.demo_work import seed_work, tick
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 30
@@ -34,7 +37,7 @@ STOP_TIMEOUT_S = 10
 
 
 class Command(BaseCommand):
-    help = "Seed demo data (idempotent), then serve it on 127.0.0.1 while adding live missions."
+    help = "Seed demo data (idempotent), then serve it on 127.0.0.1 while work moves live."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--no-serve", action="store_true", help="seed only, then exit")
@@ -42,8 +45,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--interval",
             type=float,
-            default=5.0,
-            help="seconds between live missions (5; 0 turns the live missions off)",
+            default=3.0,
+            help="seconds between beats of the live workflow (3; 0 turns it off)",
         )
         parser.add_argument(
             "--keys-dir",
@@ -56,6 +59,7 @@ class Command(BaseCommand):
         keys_dir = options["keys_dir"] or Path(settings.VAR_DIR) / "demo-keys"
         password = os.environ.get("MWP_DEMO_PASSWORD", "missionweave-demo")
         world = demo_seed(keys_dir=keys_dir, password=password)
+        seed_work(world)
         if options["no_serve"]:
             self.stdout.write(self.style.SUCCESS(f"Demo data ready in group {world.group}."))
             self._credentials(world, f"http://{HOST}:{options['port']}")
@@ -108,28 +112,26 @@ class Command(BaseCommand):
     def _produce(
         self, world: DemoWorld, daphne: subprocess.Popen, interval: float, stopping: list[int]
     ) -> None:
-        """Submit a mission every ``interval`` seconds until stopped or daphne exits."""
-        goals = live_goals()
+        """Play a beat of the live workflow every ``interval`` seconds until stopped."""
+        rng = random.Random()  # noqa: S311 - the demo's dice, not a secret
         next_at = time.monotonic() + interval
         while daphne.poll() is None and not stopping:
             time.sleep(0.2)
             if interval <= 0 or time.monotonic() < next_at:
                 continue
             next_at = time.monotonic() + interval
+            # daphne (another process) shares the database: a fresh connection each beat
             close_old_connections()
             try:
-                outcome = create_live_mission(world, next(goals))
-            except (ProtocolError, DatabaseError) as problem:
-                # A refused or locked write is reported and the next tick tries again.
-                self.stderr.write(f"live mission not created: {problem}")
+                lines = tick(world, rng)
+            except DatabaseError as problem:
+                # a locked database (SQLite) or a lost connection: the next beat tries again
+                self.stderr.write(f"  live beat skipped: {problem}")
                 continue
             finally:
                 close_old_connections()
-            event = outcome.body["events"][0]
-            self.stdout.write(
-                f"  live: {event['type']} {outcome.body['result']['mission']} "
-                f"at sequence {event['sequence']}"
-            )
+            for line in lines:
+                (self.stderr if line.startswith("  refused") else self.stdout).write(line)
             self.stdout.flush()  # show it now, also when the output is a pipe or a file
 
     # --- output ----------------------------------------------------------------------------
@@ -142,8 +144,8 @@ class Command(BaseCommand):
         self._credentials(world, url)
         if interval > 0:
             self.stdout.write(
-                f"  A new mission arrives in {world.group} every {interval:g} s "
-                f"(from agent:{world.coordinator.id})."
+                f"  Work moves in {world.group} every {interval:g} s: watch the group page; "
+                "approve the queued WorkItem there."
             )
         self.stdout.write("  Press Ctrl-C to stop.")
         self.stdout.write(self.style.SUCCESS(line))

@@ -22,3 +22,29 @@ class GrantExecutionForm(forms.Form):
         max_length=10_000,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Why this may run (optional)"}),
     )
+
+
+class MissionApproveForm(forms.Form):
+    """``mission.approve`` (R10.2-16, R10.2-22): a human mission_owner's optional comment.
+
+    The write path refuses a mission with unfinished WorkItems (ILLEGAL_TRANSITION); the form
+    does not pre-judge that, the page shows the refusal.
+    """
+
+    command_id = forms.RegexField(regex=ID_PATTERN, required=False, widget=forms.HiddenInput)
+    comment = forms.CharField(
+        required=False,
+        max_length=10_000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Comment (optional)"}),
+    )
+
+
+class MissionCancelForm(forms.Form):
+    """``mission.cancel`` (R10.2-18): the reason is required, it travels to every unfinished
+    WorkItem's ``work.cancelled`` event."""
+
+    command_id = forms.RegexField(regex=ID_PATTERN, required=False, widget=forms.HiddenInput)
+    reason = forms.CharField(
+        max_length=10_000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Why the mission stops"}),
+    )

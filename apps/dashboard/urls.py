@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views, work_views
+from . import mission_views, views, work_views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -26,6 +26,16 @@ urlpatterns = [
         "groups/<str:group>/work-items/<str:work_item>/approve/",
         work_views.work_item_approve,
         name="work-item-approve",
+    ),
+    path(
+        "groups/<str:group>/missions/<str:mission>/approve/",
+        mission_views.mission_approve,
+        name="mission-approve",
+    ),
+    path(
+        "groups/<str:group>/missions/<str:mission>/cancel/",
+        mission_views.mission_cancel,
+        name="mission-cancel",
     ),
     path(
         "login/",

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from apps.ledger.models import Event
-from apps.work.models import Mission, WorkItem
+from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
@@ -39,6 +39,11 @@ class Viewer:
     @property
     def is_mission_owner(self) -> bool:
         return "mission_owner" in self.roles
+
+    @property
+    def may_end_missions(self) -> bool:
+        """``mission.cancel``'s roles (wire§9); the write path checks them again."""
+        return bool({"mission_owner", "coordinator"} & set(self.roles))
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,25 @@ class WorkItemView:
 class MissionWork:
     mission: Mission
     items: tuple[WorkItemView, ...]
+    viewer: Viewer
+
+    @property
+    def is_active(self) -> bool:
+        return self.mission.state == MissionStatus.ACTIVE
+
+    @property
+    def shows_approve_form(self) -> bool:
+        """R10.2-16, wire§9: only a mission_owner approves (people are always human here)."""
+        return self.is_active and self.viewer.is_mission_owner
+
+    @property
+    def shows_cancel_form(self) -> bool:
+        return self.is_active and self.viewer.may_end_missions
+
+    @property
+    def unfinished(self) -> tuple[str, ...]:
+        """WorkItems that keep the mission from being approved (R10.2-22)."""
+        return tuple(view.item.id for view in self.items if view.item.state in S.UNFINISHED)
 
 
 @dataclass(frozen=True)
@@ -165,6 +189,7 @@ def group_work(group_id: str, *, viewer: Viewer) -> GroupWork:
             MissionWork(
                 mission,
                 tuple(views[item] for item in mission.work_items if item in views),
+                viewer,
             )
             for mission in missions
         ),

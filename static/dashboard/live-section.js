@@ -84,7 +84,14 @@ export class LiveSection {
         focus = { key, start: field.selectionStart, end: field.selectionEnd };
       }
     }
+    // An "Actions" disclosure the person opened stays open across the swap.
+    const opened = new Set(
+      [...current.querySelectorAll("details[data-details-key][open]")].map((d) => d.dataset.detailsKey),
+    );
     current.replaceWith(fresh);
+    for (const details of fresh.querySelectorAll("details[data-details-key]")) {
+      if (opened.has(details.dataset.detailsKey)) details.open = true;
+    }
     for (const [key, field] of draftFields(fresh)) {
       if (drafts.has(key)) field.value = drafts.get(key);
       if (focus && focus.key === key) {

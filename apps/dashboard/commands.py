@@ -14,12 +14,9 @@ import secrets
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.utils import timezone
 
-from apps.ledger.write_path import Caller, Outcome, submit_command
-from apps.registry.models import Membership
+from apps.ledger.write_path import Caller, Outcome, submit_as_human
 from missionweave.protocol.identifiers import is_id
-from missionweave.protocol.timefmt import format_timestamp
 
 from .selectors import user_principal
 
@@ -43,19 +40,11 @@ def submit_as_user(
     Without an active membership the epoch is 0 and the write path answers NOT_A_MEMBER.
     """
     principal = user_principal(user.get_username())
-    epoch = (
-        Membership.objects.filter(group_id=group_id, principal=principal, active=True)
-        .values_list("epoch", flat=True)
-        .first()
-    )
-    document = {
-        "id": command_id if is_id(command_id) else new_command_id(),
-        "type": type_,
-        "group": group_id,
-        "actor": principal,
-        "membership_epoch": epoch or 0,
-        "issued_at": format_timestamp(timezone.now()),
-        "body": body,
-    }
     caller = Caller(principal=principal, kind="user", is_staff=bool(user.is_staff))
-    return submit_command(group_id=group_id, document=document, caller=caller)
+    return submit_as_human(
+        caller=caller,
+        group_id=group_id,
+        type_=type_,
+        body=body,
+        command_id=command_id if is_id(command_id) else new_command_id(),
+    )

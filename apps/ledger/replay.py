@@ -13,7 +13,7 @@ from typing import Any
 
 from missionweave.protocol import decider
 from missionweave.protocol.canonical import ZERO_HASH
-from missionweave.protocol.events import event_hash
+from missionweave.protocol.events import chains
 from missionweave.protocol.facts import Fact, StateKey
 
 from .models import Event
@@ -50,10 +50,8 @@ def replay(group_id: str, *, through: int, progress: Callable[[int], None] | Non
     """Fold the log of ``group_id`` up to ``through`` into aggregates; note any chain break."""
     result = Replay()
     for expected_sequence, event in enumerate(iter_events(group_id, through=through), start=1):
-        if result.chain_break is None and (
-            event["sequence"] != expected_sequence
-            or event["prev_hash"] != result.head_hash
-            or event["hash"] != event_hash(event)
+        if result.chain_break is None and not chains(
+            event, previous_hash=result.head_hash, previous_sequence=expected_sequence - 1
         ):
             result.chain_break = expected_sequence
         fact = Fact.of_event(event)

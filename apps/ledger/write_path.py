@@ -28,6 +28,7 @@ from missionweave.protocol.envelope import (
     Envelope,
     check_clock_skew,
     check_signature,
+    human_envelope,
     parse_envelope,
 )
 from missionweave.protocol.errors import ErrorCode, ProtocolError
@@ -91,6 +92,28 @@ def submit_command(
     """
     verified = _verify(group_id, document, caller, admin=admin)
     return _run(group_id, verified, caller)
+
+
+def submit_as_human(
+    *, caller: Caller, group_id: str, type_: str, body: dict[str, Any], command_id: str
+) -> Outcome:
+    """A person's command from inside the product (dashboard, demo): the unsigned envelope of
+    wire.md §3 with the person's current membership epoch, then the same door as the API.
+
+    Without an active membership the epoch is 0 and the door answers NOT_A_MEMBER.
+    """
+    key = membership_key(caller.principal)
+    membership = load_view(group_id, [key])[key]
+    document = human_envelope(
+        command_id=command_id,
+        type_=type_,
+        group=group_id,
+        username=caller.principal.removeprefix("user:"),
+        membership_epoch=membership.epoch if membership is not None and membership.active else 0,
+        issued_at=timezone.now(),
+        body=body,
+    )
+    return submit_command(group_id=group_id, document=document, caller=caller)
 
 
 def submit_authority_command(

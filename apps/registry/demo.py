@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from apps.ledger.write_path import Caller, Outcome, submit_command
+from apps.ledger.write_path import Caller, Outcome, submit_as_human, submit_command
 from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
@@ -38,7 +38,7 @@ from missionweave.protocol.signing import (
 from missionweave.protocol.timefmt import format_timestamp
 
 from . import services
-from .models import ApiToken, new_token, token_digest
+from .models import ApiToken
 
 ORGANIZATION = "org-demo"
 GROUP = "g-demo"
@@ -134,12 +134,11 @@ def _admin_user(password: str) -> Caller:
 
 def _admin_token() -> str:
     """A fresh API token for the banner; earlier demo tokens stop working."""
-    user = get_user_model().objects.get(username=ADMIN_USERNAME)
-    token = new_token(services.API_TOKEN_PREFIX)
     with transaction.atomic():
-        ApiToken.objects.filter(user=user, label=DEMO_TOKEN_LABEL).delete()
-        ApiToken.objects.create(user=user, token_hash=token_digest(token), label=DEMO_TOKEN_LABEL)
-    return token
+        ApiToken.objects.filter(user__username=ADMIN_USERNAME, label=DEMO_TOKEN_LABEL).delete()
+        return services.api_token_create(
+            username=ADMIN_USERNAME, staff=True, label=DEMO_TOKEN_LABEL
+        )
 
 
 def _ensure_member(admin: Caller, principal: str, roles: list[str]) -> None:
@@ -211,18 +210,10 @@ def submit_as_agent(
 
 def submit_as_admin(username: str, type_: str, body: dict[str, Any], *, command_id: str) -> Outcome:
     """A command from the human admin: the unsigned human envelope the dashboard builds."""
-    principal = f"user:{username}"
-    document = {
-        "id": command_id,
-        "type": type_,
-        "group": GROUP,
-        "actor": principal,
-        "membership_epoch": _membership_epoch(principal),
-        "issued_at": format_timestamp(timezone.now()),
-        "body": body,
-    }
-    caller = Caller(principal=principal, kind="user", is_staff=True)
-    return submit_command(group_id=GROUP, document=document, caller=caller)
+    caller = Caller(principal=f"user:{username}", kind="user", is_staff=True)
+    return submit_as_human(
+        caller=caller, group_id=GROUP, type_=type_, body=body, command_id=command_id
+    )
 
 
 def mission_body(mission_id: str, goal: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from apps.ledger.models import GroupLog
 from apps.ledger.write_path import Caller, Outcome, submit_command
 from missionweave.protocol import memberships as membership_rules
 from missionweave.protocol.canonical import canonical_bytes, without
-from missionweave.protocol.envelope import check_clock_skew
+from missionweave.protocol.envelope import check_clock_skew, human_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.signing import parse_public_key, verify
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
@@ -153,15 +153,16 @@ def group_create(*, body: dict[str, Any]) -> tuple[Group, bool]:
 
 
 def _admin_envelope(group_id: str, admin_username: str, type_: str, body: dict[str, Any]) -> dict:
-    return {
-        "id": f"admin-{uuid.uuid4().hex}",
-        "type": type_,
-        "group": group_id,
-        "actor": f"user:{admin_username}",
-        "membership_epoch": 0,
-        "issued_at": format_timestamp(timezone.now()),
-        "body": body,
-    }
+    # An admin need not be a member: staff-only commands skip the membership check.
+    return human_envelope(
+        command_id=f"admin-{uuid.uuid4().hex}",
+        type_=type_,
+        group=group_id,
+        username=admin_username,
+        membership_epoch=0,
+        issued_at=timezone.now(),
+        body=body,
+    )
 
 
 def membership_grant(*, group_id: str, admin: Caller, body: object) -> Outcome:

@@ -147,12 +147,17 @@ class WorkProposal(models.Model):
     projection: ClassVar[ModelProjection]
 
 
-WorkProposal.projection = ModelProjection(
-    model=WorkProposal,
-    id_field="proposal_id",
-    to_state=lambda row: Proposal.from_dict(row.data),
-    to_fields=lambda state: {"data": state.as_dict()},
-)
+def _stored_as_data(model: type[models.Model], id_field: str, state_type: Any) -> ModelProjection:
+    """A projection whose row keeps the whole aggregate in its ``data`` column."""
+    return ModelProjection(
+        model=model,
+        id_field=id_field,
+        to_state=lambda row: state_type.from_dict(row.data),
+        to_fields=lambda state: {"data": state.as_dict()},
+    )
+
+
+WorkProposal.projection = _stored_as_data(WorkProposal, "proposal_id", Proposal)
 
 
 class DependencyEdges(models.Model):
@@ -173,9 +178,4 @@ class DependencyEdges(models.Model):
     projection: ClassVar[ModelProjection]
 
 
-DependencyEdges.projection = ModelProjection(
-    model=DependencyEdges,
-    id_field="name",
-    to_state=lambda row: DependencyGraph.from_dict(row.data),
-    to_fields=lambda state: {"data": state.as_dict()},
-)
+DependencyEdges.projection = _stored_as_data(DependencyEdges, "name", DependencyGraph)

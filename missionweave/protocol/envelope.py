@@ -19,7 +19,7 @@ from .canonical import canonical_bytes, digest, without
 from .errors import ErrorCode, ProtocolError
 from .identifiers import is_id, parse_principal
 from .signing import sign, verify
-from .timefmt import parse_timestamp
+from .timefmt import format_timestamp, parse_timestamp
 
 CLOCK_SKEW = timedelta(seconds=300)
 _REQUIRED = ("id", "type", "group", "actor", "membership_epoch", "issued_at", "body")
@@ -174,3 +174,26 @@ def signed_envelope(key: Ed25519PrivateKey, document: dict[str, Any]) -> dict[st
     """``document`` signed by an agent key (what a client does before sending a command)."""
     unsigned = without(document, "signature")
     return {**unsigned, "signature": sign(key, canonical_bytes(unsigned))}
+
+
+def human_envelope(
+    *,
+    command_id: str,
+    type_: str,
+    group: str,
+    username: str,
+    membership_epoch: int,
+    issued_at: datetime,
+    body: dict[str, Any],
+) -> dict[str, Any]:
+    """A person's command (wire.md §3): no signature, no session epoch; the API token or the
+    dashboard session authenticates it."""
+    return {
+        "id": command_id,
+        "type": type_,
+        "group": group,
+        "actor": f"user:{username}",
+        "membership_epoch": membership_epoch,
+        "issued_at": format_timestamp(issued_at),
+        "body": body,
+    }

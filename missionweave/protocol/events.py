@@ -29,11 +29,17 @@ def first_chain_break(
     previous_hash, previous_sequence = after_hash, after_sequence
     for event in events:
         sequence = event.get("sequence")
-        if (
-            sequence != previous_sequence + 1
-            or event.get("prev_hash") != previous_hash
-            or event.get("hash") != event_hash(event)
-        ):
+        if not chains(event, previous_hash=previous_hash, previous_sequence=previous_sequence):
             return sequence if isinstance(sequence, int) else previous_sequence + 1
         previous_hash, previous_sequence = event["hash"], sequence
     return None
+
+
+def chains(event: dict[str, Any], *, previous_hash: str, previous_sequence: int) -> bool:
+    """Whether ``event`` follows the previous one: next sequence, its ``prev_hash`` is the
+    previous ``hash``, and its ``hash`` is the digest of its own content (wire.md §6)."""
+    return (
+        event.get("sequence") == previous_sequence + 1
+        and event.get("prev_hash") == previous_hash
+        and event.get("hash") == event_hash(event)
+    )

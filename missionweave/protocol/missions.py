@@ -294,21 +294,8 @@ def _tell_parent(
         # the child's own end must not be refused because of that
         return [], ()
     decide = decide_link_approved if type_ == LINK_APPROVED else decide_link_failed
-    local = replace_command(command, body)
+    local = replace(command, body=body)
     return decide(view, local).events, ()
-
-
-def replace_command(command: Command, body: dict[str, Any]) -> Command:
-    return Command(
-        id=command.id,
-        type=command.type,
-        group=command.group,
-        actor=command.actor,
-        body=body,
-        now=command.now,
-        session_epoch=command.session_epoch,
-        actor_roles=command.actor_roles,
-    )
 
 
 def decide_approve(view: View, command: Command) -> Decision:

@@ -204,6 +204,83 @@ MWP_STREAM_POLL_S = float(os.environ.get("MWP_STREAM_POLL_S", "0.5"))
 # Browser websockets must come from these origins (wire.md §7).
 MWP_STREAM_ALLOWED_ORIGINS = _list("MWP_STREAM_ALLOWED_ORIGINS", ",".join(CSRF_TRUSTED_ORIGINS))
 
+# --- Celery ------------------------------------------------------------------------------
+# Time-driven sweeps (offer and lease expiry, deadlines) run in Celery workers, put on the
+# queue by ONE beat on a fixed interval. A sweep is periodic and conditional: it applies what
+# is due by the database clock when it runs, so nothing is ever scheduled with eta/countdown,
+# a lost or duplicated sweep is repaired by the next one, and a second beat is harmless.
+# ``missionweave/celery.py`` reads every ``CELERY_*`` name below (namespace "CELERY").
+MWP_SWEEP_INTERVAL_S = float(os.environ.get("MWP_SWEEP_INTERVAL_S", "5.0"))
+
+
+def _celery_broker() -> tuple[str, dict]:
+    """The broker URL and its transport options.
+
+    ``CELERY_BROKER_URL`` wins; otherwise Redis when ``REDIS_URL`` is set (a separate database
+    through ``MWP_CELERY_REDIS_URL`` if wanted); otherwise the embedded default, kombu's
+    ``filesystem://`` transport under ``var/celery``: no server, one host, ~0.1 s polling, and
+    a message in flight is lost on ``kill -9`` (TOOLCHAIN.md gotcha 6).
+    """
+    url = (
+        os.environ.get("CELERY_BROKER_URL")
+        or os.environ.get("MWP_CELERY_REDIS_URL")
+        or REDIS_URL
+        or "filesystem://"
+    )
+    if not url.startswith("filesystem://"):
+        return url, {}
+    root = VAR_DIR / "celery"
+    folders = {name: root / name for name in ("queue", "processed", "control")}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    # Producers (beat, the web server) and the worker share one folder: what one writes in,
+    # the other reads out. Read messages are deleted (store_processed off), so the folder
+    # does not grow with every sweep; ``processed`` is there for whoever turns it on.
+    return url, {
+        "data_folder_in": str(folders["queue"]),
+        "data_folder_out": str(folders["queue"]),
+        "processed_folder": str(folders["processed"]),
+        "store_processed": False,
+        "control_folder": str(folders["control"]),
+        "polling_interval": 0.1,
+    }
+
+
+CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = _celery_broker()
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Nothing reads a sweep's result: results are off unless a backend is configured (the tests
+# configure Redis to wait for ``apps.work.tasks.ping``, which opts in with ignore_result=False).
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_EXPIRES = 3600
+# Acknowledge after the task ran, one message at a time: a worker that dies mid-sweep leaves
+# the message to the broker (Redis redelivers it after the visibility timeout), and no
+# worker hoards sweeps that another idle worker could run.
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_ENABLE_UTC = True
+# Its own queue, so parallel test runs (and deployments sharing a Redis) never take each
+# other's tasks.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("MWP_CELERY_QUEUE", "missionweave")
+CELERY_BEAT_SCHEDULE_FILENAME = os.environ.get(
+    "MWP_CELERY_BEAT_SCHEDULE", str(VAR_DIR / "celerybeat-schedule")
+)
+# A static schedule: django-celery-beat would downgrade Django (TOOLCHAIN.md gotcha 1).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-due-work": {
+        "task": "apps.work.tasks.sweep_due_work",
+        "schedule": MWP_SWEEP_INTERVAL_S,
+        # A sweep nobody ran in time is superseded by the next one: a worker that was down
+        # does not wake up to a backlog of identical sweeps.
+        "options": {"expires": max(60.0, 10 * MWP_SWEEP_INTERVAL_S)},
+    },
+}
+# --- end Celery --------------------------------------------------------------------------
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
     CSRF_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)

@@ -15,7 +15,7 @@ Nothing else writes events or projection rows.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,6 +51,8 @@ from .projections import load_view, save_aggregates
 logger = logging.getLogger(__name__)
 CallerKind = Literal["agent", "user", "authority"]
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset()
+#: ``spec.keys`` rounds: a mission ancestry loads one level a round (budgets.MAX_ANCESTRY)
+MAX_LOAD_ROUNDS = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +121,49 @@ def submit_as_human(
 def submit_authority_command(
     *, group_id: str, type_: str, body: dict[str, Any], command_id: str
 ) -> Outcome:
-    """A command the authority issues itself (cross-group links now, Celery sweeps next).
+    """A command the authority issues itself (cross-group links, Celery sweeps, session
+    replacement).
 
     It skips the client checks (no token, signature or membership: the authority is not a
     member) but nothing else: idempotency, decide, append and project are the same door.
     """
+    verified = _authority_command(group_id, type_, body, command_id)
+    return _run(group_id, verified, AUTHORITY_CALLER)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityCommand:
+    type: str
+    body: dict[str, Any]
+    command_id: str
+
+
+def submit_authority_batch(
+    *,
+    group_id: str,
+    commands: Sequence[AuthorityCommand] = (),
+    select: Callable[[], Sequence[AuthorityCommand]] | None = None,
+) -> list[Outcome | ProtocolError]:
+    """Several authority commands into one group under one lock (a sweep's due items).
+
+    Each is judged on its own in a savepoint, exactly like ``commands:batch``: a refused one
+    (no longer due, say) leaves no trace and does not stop the rest. ``select``, if given,
+    chooses more commands *under the lock*, so nothing committed before the lock is missed
+    (the leases of a replaced session, R11.3-10).
+    """
+    with transaction.atomic():
+        if select is not None:
+            _lock(group_id)
+            commands = [*commands, *select()]
+        verified: list[Outcome | ProtocolError | _Verified] = [
+            _authority_command(group_id, c.type, c.body, c.command_id) for c in commands
+        ]
+        return _run_batch(group_id, verified, AUTHORITY_CALLER)
+
+
+def _authority_command(
+    group_id: str, type_: str, body: dict[str, Any], command_id: str
+) -> _Verified:
     now = timezone.now()
     document = {
         "id": command_id,
@@ -147,7 +187,7 @@ def submit_authority_command(
         signature=None,
         document=document,
     )
-    return _run(group_id, _Verified(envelope, COMMANDS[type_]), AUTHORITY_CALLER)
+    return _Verified(envelope, COMMANDS[type_])
 
 
 def _run(group_id: str, verified: _Verified, caller: Caller) -> Outcome:
@@ -200,6 +240,13 @@ def submit_batch(
             results.append(_verify(group_id, document, caller, admin=False, keys=keys))
         except ProtocolError as refusal:
             results.append(refusal)
+    return _run_batch(group_id, results, caller)
+
+
+def _run_batch(
+    group_id: str, results: list[Outcome | ProtocolError | _Verified], caller: Caller
+) -> list[Outcome | ProtocolError]:
+    """Apply the verified items of ``results`` in order under one lock, each in a savepoint."""
     if not any(isinstance(item, _Verified) for item in results):
         return results  # type: ignore[return-value]
     with transaction.atomic():
@@ -257,6 +304,12 @@ def _verify(
     return _Verified(envelope, spec)
 
 
+def _current_session_epoch(agent_id: str) -> int | None:
+    from apps.registry.models import Agent
+
+    return Agent.objects.filter(pk=agent_id).values_list("session_epoch", flat=True).first()
+
+
 def _current_keys(agent_id: str) -> list[Any]:
     from apps.registry.models import AgentKey
 
@@ -303,14 +356,18 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
             )
         return Outcome(record.status, record.response, replayed=True)
 
-    # 6. session epoch (the token's session was current when it was authenticated)
-    if envelope.actor_kind == "agent" and envelope.session_epoch != caller.session_epoch:
-        raise ProtocolError(
-            ErrorCode.STALE_SESSION,
-            f"session epoch {envelope.session_epoch} is not the current {caller.session_epoch}",
-            requirement="R11.3-10",
-            details={"current_epoch": caller.session_epoch},
-        )
+    # 6. session epoch: the token's, and still the agent's current one under the group lock,
+    # so a command racing a session replacement either lands before its lease revocation
+    # visits this group or is refused here (R11.3-10)
+    if envelope.actor_kind == "agent":
+        current = _current_session_epoch(envelope.actor_name)
+        if envelope.session_epoch != caller.session_epoch or current != caller.session_epoch:
+            raise ProtocolError(
+                ErrorCode.STALE_SESSION,
+                f"session epoch {envelope.session_epoch} is not the current {current}",
+                requirement="R11.3-10",
+                details={"current_epoch": current},
+            )
 
     # 7–8. membership, role, membership epoch
     roles: frozenset[str] = frozenset()
@@ -377,9 +434,9 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
 
 def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, Any]:
     """Load the aggregates ``spec.keys`` names, again while loading them reveals more (a
-    WorkItem's dependencies, a mission's WorkItems); three rounds cover every command."""
+    WorkItem's dependencies, a mission's WorkItems, a budget's ancestry one level a round)."""
     view: dict[Any, Any] = {}
-    for _ in range(3):
+    for _ in range(MAX_LOAD_ROUNDS):
         missing = spec.keys(command, view) - view.keys()
         if not missing:
             break

@@ -487,6 +487,8 @@ def on_queued(scene: Scene, item: WorkItemState) -> list[Step]:
         return []  # a human mission_owner approves from the dashboard (R10.2-06)
     if not dependencies_met(scene, item) or scene.world.agent(item.owner or "") is None:
         return []
+    if item.retry_at is not None and parse_timestamp(item.retry_at) > scene.now:
+        return []  # a failed attempt waits out its backoff (R11.4-08)
     body = {"work_item": item.id, "ownership_epoch": item.ownership_epoch}
     return [Step(item.owner, "work.start", body)]
 

@@ -204,8 +204,8 @@ class OpenedSession:
 def session_open(*, body: object) -> OpenedSession:
     """``POST /sessions`` (wire.md §5): a signed body opens a session at epoch + 1.
 
-    The previous token stops working at once (R11.3-10). Revoking the agent's execution
-    leases and requeueing their WorkItems joins this transaction with the lease issue.
+    The previous token stops working at once, and the agent's execution leases are revoked
+    and their WorkItems re-queued before the answer (R11.3-10).
     """
     if not isinstance(body, dict):
         raise malformed("the body is an object", "$", "wire§5")
@@ -254,6 +254,11 @@ def session_open(*, body: object) -> OpenedSession:
             created_at=now,
             expires_at=now + timedelta(seconds=settings.MWP_SESSION_TTL_S),
         )
+    # R11.3-10: the old session's leases are revoked and their items re-queued before the
+    # new runtime hears of its session (apps/work/sessions.py says why after the commit)
+    from apps.work.sessions import revoke_replaced_leases
+
+    revoke_replaced_leases(agent_id, session.epoch)
     return OpenedSession(session, token)
 
 

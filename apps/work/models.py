@@ -12,6 +12,7 @@ from django.db import models
 
 from apps.ledger.projections import ModelProjection
 from missionweave.protocol.missions import Mission as MissionState
+from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.workitems import DependencyGraph, Proposal
 from missionweave.protocol.workitems import WorkItem as WorkItemState
 
@@ -93,6 +94,14 @@ class WorkItem(models.Model):
     mission = models.CharField(max_length=128)
     state = models.CharField(max_length=16)
     owner = models.CharField(max_length=160, blank=True, default="")
+    ownership_epoch = models.PositiveIntegerField(default=0)
+    #: the agent holding an active execution lease ("" for none): session replacement
+    #: revokes that agent's leases (R11.3-10)
+    lease_holder = models.CharField(max_length=160, blank=True, default="")
+    #: when the authority must act on the item, and why (``WorkItem.due()`` of the core): the
+    #: Celery sweeps select on this indexed column (R11.5-01)
+    due_at = models.DateTimeField(null=True, blank=True)
+    due_reason = models.CharField(max_length=32, blank=True, default="")
     data = models.JSONField()
 
     class Meta:
@@ -104,6 +113,14 @@ class WorkItem(models.Model):
         indexes: ClassVar = [
             models.Index(fields=["group", "mission"]),
             models.Index(fields=["group", "state"]),
+            models.Index(
+                fields=["due_at"], name="work_item_due", condition=models.Q(due_at__isnull=False)
+            ),
+            models.Index(
+                fields=["lease_holder"],
+                name="work_item_lease_holder",
+                condition=~models.Q(lease_holder=""),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -116,10 +133,16 @@ class WorkItem(models.Model):
 
 
 def _work_item_fields(state: WorkItemState) -> dict[str, Any]:
+    due = state.due()
+    lease = state.lease
     return {
         "mission": state.mission,
         "state": state.state,
         "owner": state.owner or "",
+        "ownership_epoch": state.ownership_epoch,
+        "lease_holder": lease.agent if lease is not None and lease.status == "active" else "",
+        "due_at": parse_timestamp(due[0]) if due is not None else None,
+        "due_reason": due[1] if due is not None else "",
         "data": state.as_dict(),
     }
 

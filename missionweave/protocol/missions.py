@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import states as S
+from .budgets import add_usage
 from .errors import ErrorCode, ProtocolError
 from .facts import Command, Decision, Fact, FollowUp, NewEvent, StateKey, View
 from .validation import check_budgets, check_choice, check_fields, check_id, check_text
 from .work.checks import require_item
-from .workitems import WorkItem, work_item_key
+from .workitems import USAGE_RECORDED, WorkItem, work_item_key
 
 CREATE = "mission.create"
 CREATE_CHILD = "mission.create_child"
@@ -479,6 +480,9 @@ def evolve_mission(current: Mission | None, fact: Fact, key: StateKey) -> Missio
             else f"{child['group']}/{child['mission']}"
         )
         return replace(current, children=(*current.children, name))
+    if fact.type in ("work.usage_recorded", USAGE_RECORDED):
+        # R11.5-12: usage charges the whole ancestry (the decider checked every limit first)
+        return replace(current, used=add_usage(current.used, payload["usage"]))
     if fact.type in ("mission.approved", "mission.failed", "mission.cancelled"):
         return replace(current, state=fact.type.removeprefix("mission."))
     raise ValueError(f"a mission does not evolve on {fact.type}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import memberships, missions
 from .facts import Command, Decision, StateKey, View
-from .work import checks, execution, offers, planning, review
+from .work import checks, execution, leases, offers, planning, review
 
 ANY_MEMBER_BUT_OBSERVER = frozenset({"admin", "mission_owner", "coordinator", "worker", "reviewer"})
 COORDINATOR = frozenset({"coordinator"})
@@ -143,7 +143,13 @@ _SPECS = (
         checks.item_keys,
         execution.decide_progress,
     ),
-    _spec("work.usage", OWNER, execution.validate_usage, checks.item_keys, execution.decide_usage),
+    _spec(
+        "work.usage",
+        OWNER,
+        execution.validate_usage,
+        execution.keys_of_charge,
+        execution.decide_usage,
+    ),
     _spec(
         "work.checkpoint",
         OWNER,
@@ -205,6 +211,22 @@ _SPECS = (
         memberships.keys_of_principal,
         memberships.decide_revoke,
         staff_only=True,
+    ),
+    _spec(
+        leases.REASSIGN,
+        frozenset(),
+        leases.validate_reassign,
+        checks.item_keys,
+        leases.decide_reassign,
+        authority_only=True,
+    ),
+    _spec(
+        leases.REVOKE,
+        frozenset(),
+        leases.validate_revoke,
+        checks.item_keys,
+        leases.decide_revoke,
+        authority_only=True,
     ),
     _spec(
         missions.LINK_CREATE,

@@ -70,8 +70,9 @@ TRANSITIONS: tuple[Transition, ...] = (
         "R10.2-13",
         "work.fail",
         {OPEN, OFFERED, QUEUED, ACTIVE, BLOCKED, SUBMITTED},
-        (FAILED,),
-        "requires failure evidence",
+        (FAILED, QUEUED),
+        "requires failure evidence; an active owner's failure is retried while the contract "
+        "allows (R11.4-08)",
     ),
     _row(
         "R10.2-14",
@@ -95,6 +96,20 @@ TRANSITIONS: tuple[Transition, ...] = (
         {OPEN, OFFERED, QUEUED, ACTIVE, BLOCKED, SUBMITTED},
         (FAILED,),
         "the mission's failure propagates",
+    ),
+    _row(
+        "R11.5-01",
+        "work.reassign",
+        {QUEUED, ACTIVE, BLOCKED},
+        (OFFERED, OPEN),
+        "authority: a missed start deadline, an expired or an outstayed blocked lease",
+    ),
+    _row(
+        "R11.3-10",
+        "lease.revoke",
+        {ACTIVE},
+        (QUEUED,),
+        "authority: the owner's session was replaced",
     ),
     _row(
         "R10.2-18",

@@ -5,13 +5,28 @@ each event changes them (``evolve``). Pure: no I/O, time comes in on the facts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from . import states as S
+from .budgets import add_usage
 from .facts import Fact, StateKey
+from .timefmt import format_timestamp, parse_timestamp
 
 GRAPH_KEY: StateKey = ("dependencies", "graph")
 HISTORY_LIMIT = 200  # the projection keeps the latest events; the log keeps them all
+LEASE_HISTORY_LIMIT = 50  # closed leases kept on the projection (the log keeps every one)
+LATE_RESULT_LIMIT = 50
+#: how long a blocked owner keeps the item before it may be reassigned (R11.4-05)
+BLOCKED_LEASE = timedelta(minutes=30)
+
+#: why the authority must act on an item at its ``due`` time (R11.5-01, R11.4-05)
+#: the event of offline reconciliation's charge (R11.5-12)
+USAGE_RECORDED = "ext.missionweaveprotocol.core.resource_usage_recorded"
+
+LEASE_EXPIRED = "lease_expired"
+START_DEADLINE_MISSED = "start_deadline_missed"
+BLOCKED_LEASE_EXPIRED = "blocked_lease_expired"
 
 
 def work_item_key(work_item: str) -> StateKey:
@@ -58,6 +73,11 @@ class Lease:
     expires_at: str
     renewals: tuple[str, ...] = ()
     status: str = "active"  # active, released, expired, revoked
+    #: when it stopped being active (authority clock), and why (the closing event's type)
+    closed_at: str | None = None
+    closed_by: str | None = None
+    #: capability tokens (ids) revoked while the lease lives (R11.3-07)
+    revoked_tokens: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -69,7 +89,20 @@ class Lease:
             "expires_at": self.expires_at,
             "renewals": list(self.renewals),
             "status": self.status,
+            "closed_at": self.closed_at,
+            "closed_by": self.closed_by,
+            "revoked_tokens": list(self.revoked_tokens),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Lease:
+        return cls(
+            **{
+                **data,
+                "renewals": tuple(data["renewals"]),
+                "revoked_tokens": tuple(data.get("revoked_tokens", ())),
+            }
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +134,48 @@ class WorkItem:
     late_results: int = 0
     blocked_at: str | None = None
     history: tuple[tuple[int, str, str], ...] = ()
+    #: closed execution leases, oldest first (R11.3-03 renewal history; R11.5-10 windows)
+    lease_history: tuple[Lease, ...] = ()
+    #: a retry's backoff: ``work.start`` waits until then (R11.4-08)
+    retry_at: str | None = None
+    #: the start window the coordinator's offer asked for, in seconds (None: the default)
+    start_window_s: int | None = None
+    #: the latest durable checkpoint, where a reassignment resumes (R11.5-01)
+    last_checkpoint: dict[str, Any] | None = None
+    #: late results of former owners, kept for audit (R11.5-02)
+    late_result_log: tuple[dict[str, Any], ...] = ()
+    reassignments: int = 0
 
     @property
     def limits(self) -> dict[str, Any]:
         return dict(self.contract.get("budgets", {}))
+
+    def lease_named(self, lease_id: str) -> Lease | None:
+        """The current or a historical lease with this id."""
+        if self.lease is not None and self.lease.lease_id == lease_id:
+            return self.lease
+        return next((lease for lease in self.lease_history if lease.lease_id == lease_id), None)
+
+    def due(self) -> tuple[str, str] | None:
+        """When the authority must act on this item, and why — or ``None``.
+
+        An active lease runs out (R11.3-09), a queued owner misses its start deadline
+        (R11.3-02) or a blocked owner outstays its bounded blocked lease (R11.4-05); each lets
+        the coordinator's policy reassign (R11.5-01). A block while a child mission runs is
+        protected (R10.2-15). Sweeps select on this time, copied to an indexed column.
+        """
+        if self.owner is None:
+            return None
+        if self.state == S.ACTIVE and self.lease is not None and self.lease.status == "active":
+            return self.lease.expires_at, LEASE_EXPIRED
+        if self.state == S.QUEUED and self.start_deadline is not None:
+            return self.start_deadline, START_DEADLINE_MISSED
+        if self.state == S.BLOCKED and self.blocked_at is not None:
+            if self.child is not None and self.child.get("status") == "running":
+                return None
+            until = parse_timestamp(self.blocked_at) + BLOCKED_LEASE
+            return format_timestamp(until), BLOCKED_LEASE_EXPIRED
+        return None
 
     def as_dict(self) -> dict[str, Any]:
         """The WorkItem projection of wire.md §4 (and what the projection row stores)."""
@@ -139,6 +210,12 @@ class WorkItem:
                 {"sequence": sequence, "type": type_, "actor": actor}
                 for sequence, type_, actor in self.history
             ],
+            "lease_history": [lease.as_dict() for lease in self.lease_history],
+            "retry_at": self.retry_at,
+            "start_window_s": self.start_window_s,
+            "last_checkpoint": self.last_checkpoint,
+            "late_result_log": list(self.late_result_log),
+            "reassignments": self.reassignments,
         }
 
     @classmethod
@@ -158,7 +235,7 @@ class WorkItem:
             ownership_epoch=data["ownership_epoch"],
             start_deadline=data.get("start_deadline"),
             former_owners=tuple(data.get("former_owners", ())),
-            lease=(Lease(**{**lease, "renewals": tuple(lease["renewals"])}) if lease else None),
+            lease=Lease.from_dict(lease) if lease else None,
             offers=tuple(Offer(**offer) for offer in data.get("offers", ())),
             selection_basis=data.get("selection_basis"),
             approvals=tuple(data.get("approvals", ())),
@@ -175,6 +252,12 @@ class WorkItem:
                 (entry["sequence"], entry["type"], entry["actor"])
                 for entry in data.get("history", ())
             ),
+            lease_history=tuple(Lease.from_dict(old) for old in data.get("lease_history", ())),
+            retry_at=data.get("retry_at"),
+            start_window_s=data.get("start_window_s"),
+            last_checkpoint=data.get("last_checkpoint"),
+            late_result_log=tuple(data.get("late_result_log", ())),
+            reassignments=data.get("reassignments", 0),
         )
 
 
@@ -240,10 +323,11 @@ def _with_history(item: WorkItem, fact: Fact) -> WorkItem:
     return replace(item, history=history)
 
 
-def _close_lease(item: WorkItem, status: str) -> Lease | None:
+def _close_lease(item: WorkItem, status: str, fact: Fact) -> Lease | None:
+    """The item's lease after ``fact`` ends it (R11.3-09): released, expired or revoked."""
     if item.lease is None or item.lease.status != "active":
         return item.lease
-    return replace(item.lease, status=status)
+    return replace(item.lease, status=status, closed_at=fact.recorded_at, closed_by=fact.type)
 
 
 def _set_offer(item: WorkItem, offer_id: str, **changes: Any) -> tuple[Offer, ...]:
@@ -252,7 +336,7 @@ def _set_offer(item: WorkItem, offer_id: str, **changes: Any) -> tuple[Offer, ..
     )
 
 
-def _fence(item: WorkItem) -> WorkItem:
+def _fence(item: WorkItem, fact: Fact) -> WorkItem:
     """Clear the owner (kept as a former owner): its later commands are STALE_OWNERSHIP."""
     if item.owner is None:
         return item
@@ -261,7 +345,14 @@ def _fence(item: WorkItem) -> WorkItem:
         if item.owner in item.former_owners
         else (*item.former_owners, item.owner)
     )
-    return replace(item, owner=None, former_owners=former, lease=_close_lease(item, "revoked"))
+    return replace(
+        item,
+        owner=None,
+        former_owners=former,
+        lease=_close_lease(item, "revoked", fact),
+        start_deadline=None,
+        retry_at=None,
+    )
 
 
 def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa: PLR0915
@@ -298,13 +389,14 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
             )
             for rank, o in enumerate(p["offers"])
         )
-        item = _fence(item)
+        item = _fence(item, fact)
         item = replace(
             item,
             state=S.OFFERED,
             offers=(*superseded, *new_offers),
             selection_basis=p["selection_basis"],
             start_deadline=None,
+            start_window_s=p.get("start_within_s"),
         )
         if p["revision"] != item.revision:  # a corrected contract (R10.1-05)
             item = replace(
@@ -342,10 +434,15 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
         item = replace(item, approvals=(*item.approvals, fact.actor))
     elif kind == "work.started":
         lease = p["lease"]
+        history = item.lease_history
+        if item.lease is not None:
+            history = (*history, item.lease)[-LEASE_HISTORY_LIMIT:]
         item = replace(
             item,
             state=S.ACTIVE,
             attempts=item.attempts + 1,
+            retry_at=None,
+            lease_history=history,
             lease=Lease(
                 lease_id=lease["lease_id"],
                 agent=lease["agent"],
@@ -365,21 +462,27 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
                 renewals=(*item.lease.renewals, fact.recorded_at),
             ),
         )
-    elif kind == "work.usage_recorded":
-        used = dict(item.used)
-        for dimension, amount in p["usage"].items():
-            used[dimension] = used.get(dimension, 0) + amount
-        item = replace(item, used=used)
+    elif kind in ("work.usage_recorded", USAGE_RECORDED):
+        item = replace(item, used=add_usage(item.used, p["usage"]))
     elif kind == "work.checkpointed":
-        item = replace(
-            item,
-            state=S.QUEUED,
-            lease=_close_lease(item, "released"),
-            start_deadline=p.get("start_deadline", item.start_deadline),
-        )
+        checkpoint = {**p["checkpoint"], "sequence": fact.sequence, "at": fact.recorded_at}
+        if p.get("offline") is not None:  # a reconciled buffered checkpoint (R11.5-12)
+            item = replace(item, last_checkpoint=checkpoint)
+        else:
+            item = replace(
+                item,
+                state=S.QUEUED,
+                lease=_close_lease(item, "released", fact),
+                start_deadline=p.get("start_deadline", item.start_deadline),
+                last_checkpoint=checkpoint,
+            )
     elif kind == "work.blocked":
         item = replace(
-            item, state=S.BLOCKED, lease=_close_lease(item, "released"), blocked_at=fact.recorded_at
+            item,
+            state=S.BLOCKED,
+            lease=_close_lease(item, "released", fact),
+            blocked_at=fact.recorded_at,
+            last_checkpoint={**p["checkpoint"], "sequence": fact.sequence, "at": fact.recorded_at},
         )
     elif kind == "work.unblocked":
         item = replace(
@@ -389,16 +492,27 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
             start_deadline=p.get("start_deadline", item.start_deadline),
         )
         if p["to"] == S.OPEN:
-            item = _fence(item)
+            item = _fence(item, fact)
     elif kind == "work.submitted":
         item = replace(
             item,
             state=S.SUBMITTED,
-            lease=_close_lease(item, "released"),
+            lease=_close_lease(item, "released", fact),
             submission={"artifacts": p["artifacts"], "evidence": p["evidence"]},
         )
     elif kind == "work.late_result_recorded":
-        item = replace(item, late_results=item.late_results + 1)
+        entry = {
+            "sequence": fact.sequence,
+            "recorded_at": fact.recorded_at,
+            "former_owner": p["former_owner"],
+            "lease_id": p.get("lease_id"),
+            "artifacts": p.get("artifacts", []),
+        }
+        item = replace(
+            item,
+            late_results=item.late_results + 1,
+            late_result_log=(*item.late_result_log, entry)[-LATE_RESULT_LIMIT:],
+        )
     elif kind == "evidence.recorded":
         item = replace(
             item, evidence=(*item.evidence, {**p, "producer": p.get("producer", fact.actor)})
@@ -407,17 +521,25 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
         item = replace(item, state=S.VERIFIED)
     elif kind == "work.failed":
         item = replace(
-            item, state=S.FAILED, lease=_close_lease(item, "revoked"), start_deadline=None
+            item,
+            state=S.FAILED,
+            lease=_close_lease(item, "revoked", fact),
+            start_deadline=None,
+            retry_at=None,
         )
     elif kind == "work.cancelled":
         item = replace(
-            item, state=S.CANCELLED, lease=_close_lease(item, "revoked"), start_deadline=None
+            item,
+            state=S.CANCELLED,
+            lease=_close_lease(item, "revoked", fact),
+            start_deadline=None,
+            retry_at=None,
         )
     elif kind == "mission.child_created":
         item = replace(
             item,
             state=S.BLOCKED,
-            lease=_close_lease(item, "released"),
+            lease=_close_lease(item, "released", fact),
             child={
                 **p["child"],
                 "failure_policy": p["failure_policy"],
@@ -440,6 +562,34 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
             state=S.FAILED if p["failure_policy"] == "fail_parent" else S.BLOCKED,
             child={**item.child, "status": p["outcome"]},
         )
+    elif kind == "lease.expired":
+        item = replace(item, lease=_close_lease(item, "expired", fact))
+    elif kind == "lease.revoked":
+        # R11.3-10: a replaced session's lease; the item waits in ``queued`` for the owner's
+        # new runtime, with a fresh start deadline
+        item = replace(
+            item,
+            state=S.QUEUED,
+            lease=_close_lease(item, "revoked", fact),
+            start_deadline=p["start_deadline"],
+        )
+    elif kind == "work.reassigned":
+        # R11.5-01: the owner is fenced; the next acceptance raises the ownership epoch
+        item = _fence(item, fact)
+        item = replace(item, state=S.OPEN, blocked_at=None, reassignments=item.reassignments + 1)
+    elif kind == "work.retry_scheduled":
+        # R11.4-08: the same owner tries again after the backoff
+        item = replace(
+            item,
+            state=S.QUEUED,
+            lease=_close_lease(item, "revoked", fact),
+            retry_at=p["retry_at"],
+            start_deadline=p["start_deadline"],
+        )
+    elif kind == "capability.issued":
+        if item.lease is not None and item.lease.lease_id == p["lease_id"]:
+            revoked = (*item.lease.revoked_tokens, *p.get("revokes", ()))
+            item = replace(item, lease=replace(item.lease, revoked_tokens=revoked))
     elif kind in ("work.progress_reported",):
         pass
     else:  # pragma: no cover - routes() only sends WorkItem events here
@@ -470,11 +620,21 @@ WORK_ITEM_EVENTS = (
     "work.blocked", "work.unblocked", "work.submitted", "work.late_result_recorded",
     "evidence.recorded", "work.result_accepted", "work.failed", "work.cancelled",
     "mission.child_created", "mission.child_approved", "mission.child_failed",
+    "lease.expired", "lease.revoked", "work.reassigned", "work.retry_scheduled",
+    "capability.issued", USAGE_RECORDED,
 )  # fmt: skip
 
 
 def _routes(payload: dict[str, Any]) -> list[StateKey]:
     return [work_item_key(payload["work_item"])]
+
+
+def _routes_of_charge(payload: dict[str, Any]) -> list[StateKey]:
+    """A usage charge changes the WorkItem and every mission of its ancestry (R11.5-12)."""
+    return [
+        work_item_key(payload["work_item"]),
+        *(("mission", mission) for mission in payload.get("charged_missions", ())),
+    ]
 
 
 def _routes_of_authorized(payload: dict[str, Any]) -> list[StateKey]:
@@ -487,5 +647,7 @@ def _routes_of_authorized(payload: dict[str, Any]) -> list[StateKey]:
 EVENT_ROUTES = {
     **dict.fromkeys(WORK_ITEM_EVENTS, _routes),
     "work.authorized": _routes_of_authorized,
+    "work.usage_recorded": _routes_of_charge,
+    USAGE_RECORDED: _routes_of_charge,
     "work.proposed": lambda payload: [proposal_key(payload["proposal"])],
 }

@@ -83,6 +83,13 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "work.usage": ("work.usage_recorded",),
     "evidence.record": ("evidence.recorded",),
     "work.message": ("work.message_posted",),
+    "work.reassign": ("work.reassigned", "work.offered"),
+    "lease.revoke": ("lease.revoked",),
+}
+#: where a command's events depend on the state it acts on
+EVENTS_IN_STATE: dict[tuple[str, str], tuple[str, ...]] = {
+    # R11.3-09: an expired lease is recorded as expired before the item is reassigned
+    (S.ACTIVE, "work.reassign"): ("lease.expired", "work.reassigned", "work.offered"),
 }
 
 # --- where another rule decides before the state check (asserted, not skipped) -------------------
@@ -119,7 +126,11 @@ LATE_RESULTS = frozenset({(S.OPEN, "work.submit")})
 #: R10.2-03 "with no active owner": these pairs are allowed once the owner has lapsed (start
 #: deadline, lease or blocked lease run out) and refused while it still holds the item
 OWNER_HELD = frozenset(
-    {(S.QUEUED, "work.offer"), (S.ACTIVE, "work.offer"), (S.BLOCKED, "work.offer")}
+    {
+        (state, command)
+        for state in (S.QUEUED, S.ACTIVE, S.BLOCKED)
+        for command in ("work.offer", "work.reassign")
+    }
 )
 #: R10.2-18: ``mission.fail``/``mission.cancel`` end the mission whatever the item's state; an
 #: item outside the row's sources (terminal, or not there yet) is left untouched
@@ -145,8 +156,10 @@ def expected(state: str, command: str, *, owner_lapsed: bool) -> Expect:
         return Expect("late_result", events=("work.late_result_recorded",))
     if state in sources(command):
         if (state, command) in OWNER_HELD and not owner_lapsed:
-            return Expect("refused", code=ErrorCode.ILLEGAL_TRANSITION, requirement="R10.2-03")
-        return Expect("moves", events=EVENTS[command])
+            return Expect(
+                "refused", code=ErrorCode.ILLEGAL_TRANSITION, requirement=requirement_of(command)
+            )
+        return Expect("moves", events=EVENTS_IN_STATE.get((state, command), EVENTS[command]))
     if command in MISSION_LEVEL:
         return Expect("mission_only", events=EVENTS[command][:1])
     return Expect("refused", code=ErrorCode.ILLEGAL_TRANSITION, requirement=requirement_of(command))

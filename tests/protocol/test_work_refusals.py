@@ -160,7 +160,12 @@ def test_a_worker_failing_an_item_it_does_not_own_is_forbidden() -> None:
     owner_call = Call(
         "work.fail",
         WORKER,
-        {"work_item": story.item, "lease_id": story.lease_id, "evidence": failure},
+        {
+            "work_item": story.item,
+            "lease_id": story.lease_id,
+            "evidence": failure,
+            "permanent": True,  # else the contract's retry policy re-queues it (R11.4-08)
+        },
     )
     story.run(owner_call)
     assert story.state == S.FAILED

@@ -298,7 +298,9 @@ class WorkStory:
             self.epoch = payload["ownership_epoch"]
         elif type_ == "work.started":
             self.lease_id = payload["lease"]["lease_id"]
-        elif type_ == "work.unblocked" and payload["to"] == S.OPEN:
+        elif (type_ == "work.unblocked" and payload["to"] == S.OPEN) or (
+            type_ == "work.reassigned"
+        ):
             self._fence()
         elif type_ == "mission.child_created":
             self.correlation_id = payload["correlation_id"]
@@ -458,6 +460,28 @@ def _fail(story: WorkStory, **_: Any) -> Call:
     return Call("work.fail", COORDINATOR, {"work_item": story.item, "evidence": [failure]})
 
 
+#: the reassignment each state can be due for (R11.5-01)
+_DUE_REASONS = {S.ACTIVE: "lease_expired", S.BLOCKED: "blocked_lease_expired"}
+
+
+def _reassign(story: WorkStory, **_: Any) -> Call:
+    body = {
+        "work_item": story.item,
+        "ownership_epoch": story.epoch or 1,
+        "reason": _DUE_REASONS.get(story.state, "start_deadline_missed"),
+    }
+    return Call("work.reassign", AUTHORITY, body)
+
+
+def _revoke(story: WorkStory, **_: Any) -> Call:
+    body = {
+        "work_item": story.item,
+        "lease_id": story.lease_id or "lease-none",
+        "session_epoch": SESSION_EPOCH + 1,
+    }
+    return Call("lease.revoke", AUTHORITY, body)
+
+
 def _cancel(story: WorkStory, **_: Any) -> Call:
     body = {"work_item": story.item, "reason": "the mission changed course"}
     return Call("work.cancel", COORDINATOR, body)
@@ -544,6 +568,8 @@ CALLS: dict[str, Callable[..., Call]] = {
     "mission.cancel": _mission_end("mission.cancel"),
     "link.child_approved": _link_approved,
     "link.child_failed": _link_failed,
+    "work.reassign": _reassign,
+    "lease.revoke": _revoke,
 }
 
 # --- the histories ---------------------------------------------------------------------------

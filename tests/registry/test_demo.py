@@ -128,8 +128,10 @@ def test_demo_seeds_work_items_in_each_state_of_the_story(tmp_path):
     verify()
 
 
-def test_demo_seeding_twice_appends_nothing_and_still_verifies(tmp_path):
-    """wire§3 step 5: the seed commands replay from their idempotency records the second time."""
+def test_demo_seeding_twice_replays_its_commands_and_still_verifies(tmp_path):
+    """wire§3 step 5: the seed commands replay from their idempotency records the second time;
+    R11.3-10: the only new events are the revocations of the leases the replaced sessions
+    held, whose items wait in ``queued`` for the new runtime."""
     seed(tmp_path)
     first_head = head()
     first_keys = AgentKey.objects.count()
@@ -138,10 +140,24 @@ def test_demo_seeding_twice_appends_nothing_and_still_verifies(tmp_path):
 
     seed(tmp_path)
 
-    assert head() == first_head
+    new_events = list(
+        Event.objects.filter(group_id=demo.GROUP, sequence__gt=first_head).values_list(
+            "type", "actor"
+        )
+    )
+    assert {event for event in new_events} <= {("lease.revoked", "authority")}
+    assert head() == first_head + len(new_events)
     assert AgentKey.objects.count() == first_keys  # the same keys, read back from keys_dir
-    assert CommandRecord.objects.filter(group_id=demo.GROUP).count() == first_records
-    assert states() == first_states
+    records = CommandRecord.objects.filter(group_id=demo.GROUP)
+    assert records.count() == first_records + len(new_events)  # the authority's revocations
+    revoked = {
+        row.work_item_id
+        for row in WorkItem.objects.filter(group_id=demo.GROUP)
+        if row.data["lease"] and row.data["lease"]["closed_by"] == "lease.revoked"
+    }
+    assert len(revoked) == len(new_events)
+    assert all(first_states[w] == "active" for w in revoked)
+    assert states() == {**first_states, **dict.fromkeys(revoked, "queued")}
     # each run opens a new session: the coordinator is at session epoch 2
     assert Agent.objects.get(pk=demo.COORDINATOR).session_epoch == 2
     verify()
@@ -227,18 +243,22 @@ def test_admin_approval_lets_the_loop_start_the_gated_item(tmp_path):
 
 def test_a_new_run_continues_from_the_projections(tmp_path):
     """wire§3 step 5: after live beats, a second run replays the seed, opens new sessions and
-    the loop carries on: fresh command ids, no duplicates, projections equal a rebuild."""
+    the loop carries on: fresh command ids, no duplicates, projections equal a rebuild.
+    R11.3-10: each new session revokes the leases of the one it replaced, so the only
+    refusals are the two runs' agents finding their item re-queued or their lease gone."""
     built = world(tmp_path)
     play(built, 12)
     moved = head()
 
     again = world(tmp_path)  # another ``manage.py demo``: new sessions, the seed replays
-    assert head() == moved
+    revocations = Event.objects.filter(group_id=demo.GROUP, sequence__gt=moved)
+    assert set(revocations.values_list("type", flat=True)) <= {"lease.revoked"}
     lines = play(again, 12, seed_=8)
     lines += play(built, 3, seed_=9)  # the old run's agents: their sessions were replaced
 
     assert head() > moved
-    assert not [line for line in lines if line.startswith("  refused")], lines
+    refused = [line for line in lines if line.startswith("  refused")]
+    assert all("ILLEGAL_TRANSITION" in line or "STALE_LEASE" in line for line in refused), lines
     assert not CommandRecord.objects.filter(group_id=demo.GROUP, status__gte=400).exists()
     verify()
 

@@ -24,17 +24,24 @@ from ..validation import (
     malformed,
 )
 from ..workitems import (
+    BLOCKED_LEASE,
     Lease,
     WorkItem,
     work_item_key,
 )
 
+__all__ = ["BLOCKED_LEASE"]  # re-exported: offers decide with it
+
 #: how long an owner has to start after accepting (R11.3-02), capped by the contract deadline
 START_WINDOW = timedelta(minutes=10)
-#: an execution lease's length; ``lease.renew`` extends it by as much
+#: an execution lease's default length; ``lease.renew`` extends it by as much from now.
+#: ``work.start`` and ``lease.renew`` may ask for ``lease_ttl_s`` between the bounds.
 LEASE_TTL = timedelta(minutes=5)
-#: how long a blocked owner keeps the item before it may be offered to another (R11.4-05)
-BLOCKED_LEASE = timedelta(minutes=30)
+MIN_LEASE_TTL_S = 1
+MAX_LEASE_TTL_S = 3600
+#: the bounds of ``start_within_s`` on ``work.offer`` (the owner's start window, R11.3-02)
+MIN_START_WINDOW_S = 1
+MAX_START_WINDOW_S = 7 * 24 * 3600
 MAX_URGENT_OFFERS = 16
 MAX_SEQUENTIAL_OFFERS = 32
 SELECTION_BASIS_FIELDS = (
@@ -178,11 +185,29 @@ def start_deadline_for(item: WorkItem, now: datetime) -> str:
     """When a queued owner must have started (R11.3-02): ``START_WINDOW`` from ``now``,
     capped by the contract deadline. Set on acceptance, and again when a checkpoint or an
     unblock re-queues the item, which keeps a bounded ownership lease (R10.2-08, R10.2-10)."""
-    deadline = now + START_WINDOW
+    window = START_WINDOW
+    if item.start_window_s is not None:
+        window = timedelta(seconds=item.start_window_s)
+    deadline = now + window
     contract_deadline = item.contract.get("deadline")
     if contract_deadline is not None:
         deadline = min(deadline, parse_timestamp(contract_deadline))
     return format_timestamp(deadline)
+
+
+def optional_seconds(body: dict[str, Any], name: str, low: int, high: int) -> int | None:
+    """An optional whole number of seconds within bounds (``lease_ttl_s``, ``start_within_s``)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise malformed(f"{name} is a whole number of seconds from {low} to {high}", f"$.{name}")
+    return value
+
+
+def lease_ttl(body: dict[str, Any]) -> timedelta:
+    seconds = optional_seconds(body, "lease_ttl_s", MIN_LEASE_TTL_S, MAX_LEASE_TTL_S)
+    return LEASE_TTL if seconds is None else timedelta(seconds=seconds)
 
 
 def approvals_required(item: WorkItem) -> int:

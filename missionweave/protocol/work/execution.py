@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import budgets
 from .. import states as S
 from ..canonical import digest, is_digest
 from ..errors import ErrorCode, ProtocolError
@@ -23,10 +24,10 @@ from ..workitems import (
     work_item_key,
 )
 from .checks import (
-    LEASE_TTL,
     approvals_required,
     digests,
     evidence_list,
+    lease_ttl,
     no_private_reasoning,
     owner_with_lease,
     require_item,
@@ -35,16 +36,18 @@ from .checks import (
     strings,
     timestamp,
 )
+from .leases import require_retry_due
 
 # --- work.start (R10.2-07, R11.3-03, R10.4-03) -----------------------------------------------
 
 
 def validate_start(body: dict[str, Any]) -> None:
-    check_fields(body, required=("work_item", "ownership_epoch"))
+    check_fields(body, required=("work_item", "ownership_epoch"), optional=("lease_ttl_s",))
     check_id(body["work_item"], "$.work_item")
     epoch = body["ownership_epoch"]
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
         raise malformed("ownership_epoch is a positive integer", "$.ownership_epoch")
+    lease_ttl(body)
 
 
 def keys_of_start(command: Command, view: View) -> set[StateKey]:
@@ -90,6 +93,7 @@ def decide_start(view: View, command: Command) -> Decision:
             details={"ownership_epoch": item.ownership_epoch},
         )
     S.require_state(command.type, item.state, work_item=item.id)
+    require_retry_due(item, command.now)
     needed = approvals_required(item)
     if len(item.approvals) < needed:
         raise ProtocolError(
@@ -114,7 +118,7 @@ def decide_start(view: View, command: Command) -> Decision:
         "work_item": item.id,
         "ownership_epoch": item.ownership_epoch,
         "started_at": started,
-        "expires_at": format_timestamp(command.now + LEASE_TTL),
+        "expires_at": format_timestamp(command.now + lease_ttl(command.body)),
     }
     payload = {
         "work_item": item.id,
@@ -141,12 +145,14 @@ def _validate_owner_body(
 
 
 def validate_renew(body: dict[str, Any]) -> None:
-    _validate_owner_body(body, ())
+    _validate_owner_body(body, (), optional=("lease_ttl_s",))
+    lease_ttl(body)
 
 
 def decide_renew(view: View, command: Command) -> Decision:
+    """R11.3-03: a renewal extends the current lease from now (the authority clock)."""
     item, lease = owner_with_lease(view, command)
-    expires_at = format_timestamp(command.now + LEASE_TTL)
+    expires_at = format_timestamp(command.now + lease_ttl(command.body))
     payload = {"work_item": item.id, "lease_id": lease.lease_id, "expires_at": expires_at}
     return Decision(
         [NewEvent("lease.renewed", payload)],
@@ -194,14 +200,45 @@ def _recorded(event: str):
 
 def validate_usage(body: dict[str, Any]) -> None:
     _validate_owner_body(body, ("usage",))
-    usage = body["usage"]
+    check_usage(body["usage"], "$.usage")
+
+
+def check_usage(usage: object, path: str) -> dict[str, Any]:
+    """A usage delta: non-negative numbers by dimension, absent = 0 (wire.md §9)."""
     if not isinstance(usage, dict):
-        raise malformed("usage is an object keyed by dimension", "$.usage", "R10.1-01")
+        raise malformed("usage is an object keyed by dimension", path, "R10.1-01")
     for name, amount in usage.items():
         if name not in BUDGET_DIMENSIONS:
-            raise malformed(f"unknown dimension {name!r}", f"$.usage.{name}", "R10.1-01")
+            raise malformed(f"unknown dimension {name!r}", f"{path}.{name}", "R10.1-01")
         if not is_number(amount) or amount < 0:
-            raise malformed("usage is a non-negative number", f"$.usage.{name}", "R10.1-01")
+            raise malformed("usage is a non-negative number", f"{path}.{name}", "R10.1-01")
+    return usage
+
+
+def keys_of_charge(command: Command, view: View) -> set[StateKey]:
+    """The item, then its mission and the mission's ancestors as they load (R11.5-12)."""
+    key = work_item_key(command.body["work_item"])
+    keys = {key}
+    item: WorkItem | None = view.get(key)
+    if item is not None:
+        keys |= budgets.ancestry_keys(view, item.mission)
+    return keys
+
+
+def charge(view: View, item: WorkItem, usage: dict[str, Any]) -> dict[str, Any]:
+    """Check a usage delta against the item and every mission above it; the payload fields
+    that let ``evolve`` charge them all (R11.5-12, R11.5-13)."""
+    chain = budgets.ancestry(view, item.mission)
+    holders = [("work_item", item), *(("mission", mission) for mission in chain)]
+    budgets.check_charge(holders, usage)
+    return {"usage": usage, "charged_missions": [mission.id for mission in chain]}
+
+
+def decide_usage(view: View, command: Command) -> Decision:
+    """R10.1-01(g): usage is charged up the whole ancestry or refused as a whole."""
+    item, _lease = owner_with_lease(view, command)
+    payload = {**command.body, **charge(view, item, command.body["usage"])}
+    return Decision([NewEvent("work.usage_recorded", payload)])
 
 
 def validate_checkpoint(body: dict[str, Any]) -> None:
@@ -261,7 +298,6 @@ def decide_submit(view: View, command: Command) -> Decision:
 
 
 decide_progress = _recorded("work.progress_reported")
-decide_usage = _recorded("work.usage_recorded")
 
 
 def decide_checkpoint(view: View, command: Command) -> Decision:

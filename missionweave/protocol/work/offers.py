@@ -26,11 +26,14 @@ from ..workitems import (
 from .checks import (
     BLOCKED_LEASE,
     MAX_SEQUENTIAL_OFFERS,
+    MAX_START_WINDOW_S,
     MAX_URGENT_OFFERS,
+    MIN_START_WINDOW_S,
     REJECT_REASONS,
     SELECTION_BASIS_FIELDS,
     approvals_required,
     no_private_reasoning,
+    optional_seconds,
     require_item,
     start_deadline_for,
     timestamp,
@@ -41,8 +44,11 @@ from .checks import (
 
 def validate_offer(body: dict[str, Any]) -> None:
     check_fields(
-        body, required=("work_item", "offers", "mode", "selection_basis"), optional=("contract",)
+        body,
+        required=("work_item", "offers", "mode", "selection_basis"),
+        optional=("contract", "start_within_s"),
     )
+    optional_seconds(body, "start_within_s", MIN_START_WINDOW_S, MAX_START_WINDOW_S)
     check_id(body["work_item"], "$.work_item")
     mode = check_choice(body["mode"], ("sequential", "urgent"), "$.mode")
     offers = body["offers"]

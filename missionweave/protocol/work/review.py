@@ -25,6 +25,7 @@ from .checks import (
     require_owner,
     start_deadline_for,
 )
+from .leases import owner_failure
 
 # --- coordinator commands ------------------------------------------------------------------
 
@@ -127,17 +128,23 @@ def decide_accept_result(view: View, command: Command) -> Decision:
 
 
 def validate_fail(body: dict[str, Any]) -> None:
-    check_fields(body, required=("work_item", "evidence"), optional=("lease_id",))
+    check_fields(body, required=("work_item", "evidence"), optional=("lease_id", "permanent"))
     check_id(body["work_item"], "$.work_item")
     if body.get("lease_id") is not None:
         check_id(body["lease_id"], "$.lease_id")
+    if "permanent" in body and not isinstance(body["permanent"], bool):
+        raise malformed("permanent is true or false", "$.permanent", "R11.4-10")
     evidence_list(body["evidence"], "$.evidence")
 
 
 def decide_fail(view: View, command: Command) -> Decision:
-    """R10.2-13: the owner (with its lease id) or a coordinator fails the item, with evidence."""
+    """R10.2-13: the owner (with its lease id) or a coordinator fails the item, with evidence.
+
+    The owner's failure is retried automatically while the contract's retry policy allows
+    (R11.4-08); a coordinator's failure is final."""
     item = require_item(view, command.body["work_item"])
-    if "lease_id" in command.body or "coordinator" not in command.actor_roles:
+    by_owner = "lease_id" in command.body or "coordinator" not in command.actor_roles
+    if by_owner:
         require_owner(item, command.actor)
         require_current_lease_id(item, command.body.get("lease_id", ""))
         S.require_state(command.type, item.state, work_item=item.id)
@@ -150,6 +157,9 @@ def decide_fail(view: View, command: Command) -> Decision:
             requirement="R10.2-13",
             details={"missing": ["failure evidence"]},
         )
+    if by_owner and item.state == S.ACTIVE:
+        event = owner_failure(item, command)
+        return Decision([event], {"outcome": event.type})
     return Decision([NewEvent("work.failed", dict(command.body))])
 
 

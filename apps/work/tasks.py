@@ -1,0 +1,46 @@
+"""Celery tasks of the work app: the periodic sweep, and a ping for health checks.
+
+A task is one more caller of the write path and holds no logic of its own: the sweep is
+``apps.work.sweeps.sweep_due``, which finds what is due by the database clock and applies it
+through ``submit_authority_batch``. Beat enqueues it every ``MWP_SWEEP_INTERVAL_S`` seconds
+(the static ``CELERY_BEAT_SCHEDULE`` in settings); it is never scheduled with eta/countdown
+for a particular deadline, so a missed, doubled or concurrent run changes nothing that the
+next run would not repair.
+
+Database connections: Celery's Django fixup closes them before and after every task that a
+worker runs (``celery.fixups.django.DjangoWorkerFixup.on_task_prerun``/``on_task_postrun``),
+so the tasks do not call ``close_old_connections`` themselves; inside a test's atomic block
+that call would close the test's own connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from apps.work.sweeps import DEFAULT_LIMIT, sweep_due
+from missionweave.celery import app
+
+# A diagnostic ping may wait this long at most (tests use it to have a task in flight).
+PING_MAX_DELAY_S = 30.0
+
+
+@app.task(name="apps.work.tasks.sweep_due_work")
+def sweep_due_work(limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+    """Reassign what is due (missed start deadlines, expired leases) and return the counts."""
+    # The worker logs the returned counts with the task's success line; the sweep itself logs
+    # the sweeps that found something due.
+    return dataclasses.asdict(sweep_due(limit=limit))
+
+
+@app.task(name="apps.work.tasks.ping", ignore_result=False)
+def ping(delay_s: float = 0.0) -> str:
+    """Answer "pong", after ``delay_s`` seconds (capped): proof a worker consumes the queue.
+
+    It keeps its result (every other task ignores results), so a caller with a result backend
+    can wait for the answer; without one the answer is only in the worker's log.
+    """
+    if delay_s > 0:
+        time.sleep(min(delay_s, PING_MAX_DELAY_S))
+    return "pong"

@@ -74,3 +74,27 @@ class CommandRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id}:{self.actor}:{self.command_id}"
+
+
+class PendingFollowUp(models.Model):
+    """A cross-group follow-up not yet carried to its group (an outbox, R10.4-05).
+
+    Written in the same transaction as the command that produced it, deleted once the other
+    group has it (or has refused it and the compensation ran). The write path runs it right
+    after commit; a Celery beat task resends whatever a crash left here. Its command id is
+    deterministic, so a resend is an idempotent replay.
+    """
+
+    source_group = models.CharField(max_length=128)
+    source_command = models.CharField(max_length=128)
+    target_group = models.CharField(max_length=128)
+    follow_up = models.JSONField()
+    created_at = models.DateTimeField()
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes: ClassVar = [models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.source_group}:{self.source_command} → {self.target_group}"

@@ -43,6 +43,7 @@ from missionweave.protocol.registry import (
 )
 from missionweave.protocol.signing import parse_public_key
 
+from . import follow_ups
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
@@ -194,23 +195,15 @@ def _run(group_id: str, verified: _Verified, caller: Caller) -> Outcome:
     with transaction.atomic():
         head = _lock(group_id)
         outcome = _apply(head, verified, caller)
+        follow_ups.enqueue(group_id, verified.envelope.id, outcome.follow_ups)
         heads.save_head(head)
     _announce_on_commit(head)
-    _follow_up_on_commit(outcome.follow_ups)
     return outcome
 
 
-def _follow_up_on_commit(follow_ups: Sequence[FollowUp]) -> None:
-    """After commit, carry a cross-group link to the other group's log (R10.4-05, R10.4-06).
-
-    Each follow-up has a deterministic command id, so running it again is an idempotent
-    replay. A follow-up that cannot be applied is logged: it never undoes the command.
-    """
-    for follow_up in follow_ups:
-        transaction.on_commit(lambda f=follow_up: run_follow_up(f))
-
-
 def run_follow_up(follow_up: FollowUp) -> Outcome | None:
+    """Carry a cross-group link to the other group's log (R10.4-05, R10.4-06); a refusal
+    runs the compensation instead. Called after commit from the outbox (``follow_ups``)."""
     try:
         return submit_authority_command(
             group_id=follow_up.group,
@@ -258,7 +251,7 @@ def _run_batch(
             try:
                 with transaction.atomic():
                     results[index] = outcome = _apply(head, item, caller)
-                _follow_up_on_commit(outcome.follow_ups)
+                    follow_ups.enqueue(group_id, item.envelope.id, outcome.follow_ups)
             except ProtocolError as refusal:
                 head.sequence, head.hash = mark[0], mark[1]
                 del head.appended[mark[2] :]

@@ -11,13 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import budgets
 from . import states as S
 from .budgets import add_usage
 from .errors import ErrorCode, ProtocolError
 from .facts import Command, Decision, Fact, FollowUp, NewEvent, StateKey, View
 from .validation import check_budgets, check_choice, check_fields, check_id, check_text
+from .work import execution
 from .work.checks import require_item
-from .workitems import USAGE_RECORDED, WorkItem, work_item_key
+from .workitems import CHARGE_EVENTS, WorkItem, work_item_key
 
 CREATE = "mission.create"
 CREATE_CHILD = "mission.create_child"
@@ -430,6 +432,42 @@ def decide_link_failed(view: View, command: Command) -> Decision:
     return Decision([NewEvent("mission.child_failed", payload)])
 
 
+def validate_link_usage(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "correlation_id", "usage", "source"))
+
+
+def keys_of_link_usage(command: Command, view: View) -> set[StateKey]:
+    return execution.keys_of_charge(command, view)
+
+
+def decide_link_usage(view: View, command: Command) -> Decision:
+    """A child mission's usage charged to its parent WorkItem and that one's ancestry, in the
+    parent's group (R10.4-05: no cross-group transaction, so it comes after the child's
+    commit). The child's own budget refused what it had to; here a charge is recorded even
+    past a limit, with ``over_budget`` naming the dimensions, so no usage is ever lost."""
+    item = require_item(view, command.body["work_item"])
+    _require_link(item, command)
+    usage = command.body["usage"]
+    over: list[str] = []
+    try:
+        payload = execution.charge(view, item, usage)
+    except ProtocolError as overflow:
+        over.append(overflow.details["dimension"])
+        chain = budgets.ancestry(view, item.mission)
+        payload = {"usage": usage, "charged_missions": [m.id for m in chain]}
+    payload = {
+        "work_item": item.id,
+        **payload,
+        "child": command.body["source"],
+        "correlation_id": command.body["correlation_id"],
+        "over_budget": over,
+    }
+    return Decision(
+        [NewEvent("mission.child_usage_recorded", payload)],
+        follow_ups=execution.usage_roll_up(view, item, command, usage),
+    )
+
+
 def _require_link(item: WorkItem, command: Command) -> None:
     if item.child is None or item.child.get("correlation_id") != command.body["correlation_id"]:
         raise ProtocolError(
@@ -480,7 +518,7 @@ def evolve_mission(current: Mission | None, fact: Fact, key: StateKey) -> Missio
             else f"{child['group']}/{child['mission']}"
         )
         return replace(current, children=(*current.children, name))
-    if fact.type in ("work.usage_recorded", USAGE_RECORDED):
+    if fact.type in CHARGE_EVENTS:
         # R11.5-12: usage charges the whole ancestry (the decider checked every limit first)
         return replace(current, used=add_usage(current.used, payload["usage"]))
     if fact.type in ("mission.approved", "mission.failed", "mission.cancelled"):

@@ -229,6 +229,14 @@ _SPECS = (
         authority_only=True,
     ),
     _spec(
+        execution.LINK_USAGE,
+        frozenset(),
+        missions.validate_link_usage,
+        missions.keys_of_link_usage,
+        missions.decide_link_usage,
+        authority_only=True,
+    ),
+    _spec(
         missions.LINK_CREATE,
         frozenset(),
         missions.validate_link_create,

@@ -24,6 +24,9 @@ BLOCKED_LEASE = timedelta(minutes=30)
 #: the event of offline reconciliation's charge (R11.5-12)
 USAGE_RECORDED = "ext.missionweaveprotocol.core.resource_usage_recorded"
 
+#: the events that charge usage to a WorkItem and its mission ancestry
+CHARGE_EVENTS = frozenset({"work.usage_recorded", USAGE_RECORDED, "mission.child_usage_recorded"})
+
 LEASE_EXPIRED = "lease_expired"
 START_DEADLINE_MISSED = "start_deadline_missed"
 BLOCKED_LEASE_EXPIRED = "blocked_lease_expired"
@@ -462,7 +465,7 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
                 renewals=(*item.lease.renewals, fact.recorded_at),
             ),
         )
-    elif kind in ("work.usage_recorded", USAGE_RECORDED):
+    elif kind in CHARGE_EVENTS:
         item = replace(item, used=add_usage(item.used, p["usage"]))
     elif kind == "work.checkpointed":
         checkpoint = {**p["checkpoint"], "sequence": fact.sequence, "at": fact.recorded_at}
@@ -621,7 +624,7 @@ WORK_ITEM_EVENTS = (
     "evidence.recorded", "work.result_accepted", "work.failed", "work.cancelled",
     "mission.child_created", "mission.child_approved", "mission.child_failed",
     "lease.expired", "lease.revoked", "work.reassigned", "work.retry_scheduled",
-    "capability.issued", USAGE_RECORDED,
+    "capability.issued", USAGE_RECORDED, "mission.child_usage_recorded",
 )  # fmt: skip
 
 
@@ -647,7 +650,6 @@ def _routes_of_authorized(payload: dict[str, Any]) -> list[StateKey]:
 EVENT_ROUTES = {
     **dict.fromkeys(WORK_ITEM_EVENTS, _routes),
     "work.authorized": _routes_of_authorized,
-    "work.usage_recorded": _routes_of_charge,
-    USAGE_RECORDED: _routes_of_charge,
+    **dict.fromkeys(CHARGE_EVENTS, _routes_of_charge),
     "work.proposed": lambda payload: [proposal_key(payload["proposal"])],
 }

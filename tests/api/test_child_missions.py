@@ -430,3 +430,77 @@ def test_mission_reads_are_for_members_of_that_group(
     path = f"/groups/{CHILD_GROUP}/missions/m-c"
     error_of(get(api, path, cw.ww.w2.token), 403, "NOT_A_MEMBER")
     assert cw.child.mission("m-c", persona=cw.ww.w1)["parent"] == f"{cw.ww.group}/m-p"
+
+
+def test_a_child_missions_usage_is_charged_to_its_parent_work_item_and_missions(
+    cw: ChildWorld, commit: Any
+) -> None:
+    """R10.1-01(g), R10.4-05, R11.5-12: usage charged in the child's group climbs to the parent
+    WorkItem and its mission in the parent's group after the child's commit (an authority
+    follow-up, ``mission.child_usage_recorded``); the child mission's own budget refuses what
+    would overflow it (R11.5-13) and then nothing travels."""
+    authorized(cw.parent, cw.ww, "wi-p", mission="m-p")
+    with commit():
+        cw.parent.ok(cw.ww.w1, "mission.create_child", child_body())  # money 2.0, tokens 50000
+    grant(cw.ww.alice, CHILD_GROUP, cw.ww.w2, "worker")
+    lease = started(cw.child, cw.ww, "wi-c", mission="m-c")
+    parent_head = cw.parent.head()
+    usage = {"tokens": 1000, "money": 0.5}
+
+    with commit():
+        cw.child.ok(
+            cw.ww.w2, "work.usage", {"work_item": "wi-c", "lease_id": lease, "usage": usage}
+        )
+
+    assert cw.child.item("wi-c")["budgets"]["used"] == usage
+    assert cw.child.mission("m-c")["budgets"]["used"] == usage
+    assert cw.parent.item("wi-p")["budgets"]["used"] == usage
+    assert cw.parent.mission("m-p")["budgets"]["used"] == usage
+    (event,) = cw.parent.events(after=parent_head)
+    assert (event["type"], event["actor"]) == ("mission.child_usage_recorded", "authority")
+    assert event["payload"]["child"]["group"] == CHILD_GROUP
+    assert event["payload"]["over_budget"] == []
+
+    error = cw.child.refused(
+        cw.ww.w2,
+        "work.usage",
+        {"work_item": "wi-c", "lease_id": lease, "usage": {"money": 1.6}},
+        409,
+        "BUDGET_EXCEEDED",
+        "R11.5-13",
+    )
+    assert error["details"]["budget"] == {"kind": "mission", "id": "m-c", "limit": 2.0, "used": 0.5}
+    assert cw.parent.head() == parent_head + 1
+
+
+def test_a_follow_up_lost_after_commit_is_resent_from_the_outbox(
+    cw: ChildWorld, django_capture_on_commit_callbacks: Commit
+) -> None:
+    """R10.4-05, R10.4-06: the cross-group follow-up is written to an outbox in the parent's
+    transaction; when the process dies before running it (its after-commit callback never
+    runs), the resend task carries it later, once, and a second resend changes nothing."""
+    from datetime import timedelta
+
+    from apps.ledger.follow_ups import RESEND_AFTER, resend_pending
+    from apps.ledger.models import PendingFollowUp
+
+    authorized(cw.parent, cw.ww, "wi-p", mission="m-p")
+    child_head = cw.child.head()
+    with django_capture_on_commit_callbacks(execute=False):  # "the process died here"
+        cw.parent.ok(cw.ww.w1, "mission.create_child", child_body())
+    (pending,) = PendingFollowUp.objects.all()
+    assert (pending.target_group, pending.follow_up["type"]) == (
+        CHILD_GROUP,
+        "link.create_child_mission",
+    )
+    assert cw.child.head() == child_head
+    assert resend_pending() == 0  # too young: the committing process may still be running it
+
+    PendingFollowUp.objects.update(created_at=pending.created_at - RESEND_AFTER - timedelta(1))
+    assert resend_pending() == 1
+
+    (created,) = cw.child.events(after=child_head)
+    assert (created["type"], created["actor"]) == ("mission.created", "authority")
+    assert not PendingFollowUp.objects.exists()
+    assert resend_pending() == 0
+    assert cw.child.head() == child_head + 1

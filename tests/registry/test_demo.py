@@ -145,7 +145,7 @@ def test_demo_seeding_twice_replays_its_commands_and_still_verifies(tmp_path):
             "type", "actor"
         )
     )
-    assert {event for event in new_events} <= {("lease.revoked", "authority")}
+    assert set(new_events) <= {("lease.revoked", "authority")}
     assert head() == first_head + len(new_events)
     assert AgentKey.objects.count() == first_keys  # the same keys, read back from keys_dir
     records = CommandRecord.objects.filter(group_id=demo.GROUP)

@@ -9,7 +9,7 @@ from .. import budgets
 from .. import states as S
 from ..canonical import digest, is_digest
 from ..errors import ErrorCode, ProtocolError
-from ..facts import Command, Decision, NewEvent, StateKey, View
+from ..facts import Command, Decision, FollowUp, NewEvent, StateKey, View
 from ..timefmt import format_timestamp
 from ..validation import (
     BUDGET_DIMENSIONS,
@@ -37,6 +37,9 @@ from .checks import (
     timestamp,
 )
 from .leases import require_retry_due
+
+#: the authority command that charges a parent group for a child mission's usage
+LINK_USAGE = "link.child_usage"
 
 # --- work.start (R10.2-07, R11.3-03, R10.4-03) -----------------------------------------------
 
@@ -234,11 +237,40 @@ def charge(view: View, item: WorkItem, usage: dict[str, Any]) -> dict[str, Any]:
     return {"usage": usage, "charged_missions": [mission.id for mission in chain]}
 
 
+def usage_roll_up(
+    view: View, item: WorkItem, command: Command, usage: dict[str, Any]
+) -> tuple[FollowUp, ...]:
+    """The follow-up that carries a charge across a group boundary (R10.4-05).
+
+    When the top of the item's same-group mission chain is a child mission of a WorkItem in
+    another group, the parent group is charged after this commit by the authority command
+    ``link.child_usage`` (deterministic id: a retry is a replay). The child mission's own
+    limits are what refuses here; the parent side records, and flags, what overflowed.
+    """
+    chain = budgets.ancestry(view, item.mission)
+    top = chain[-1] if chain else None
+    link = getattr(top, "link", None)
+    if not budgets.non_zero(usage) or link is None or link["group"] == command.group:
+        return ()
+    body = {
+        "work_item": link["work_item"],
+        "correlation_id": link["correlation_id"],
+        "usage": budgets.non_zero(usage),
+        "source": {"group": command.group, "mission": top.id, "command_id": command.id},
+    }
+    command_id = "usage:" + digest({"g": command.group, "c": command.id})[7:47]
+    return (FollowUp(link["group"], LINK_USAGE, body, command_id),)
+
+
 def decide_usage(view: View, command: Command) -> Decision:
     """R10.1-01(g): usage is charged up the whole ancestry or refused as a whole."""
     item, _lease = owner_with_lease(view, command)
-    payload = {**command.body, **charge(view, item, command.body["usage"])}
-    return Decision([NewEvent("work.usage_recorded", payload)])
+    usage = command.body["usage"]
+    payload = {**command.body, **charge(view, item, usage)}
+    return Decision(
+        [NewEvent("work.usage_recorded", payload)],
+        follow_ups=usage_roll_up(view, item, command, usage),
+    )
 
 
 def validate_checkpoint(body: dict[str, Any]) -> None:

@@ -145,7 +145,18 @@ class LeaseSerializer(serializers.Serializer):
     started_at = serializers.CharField()
     expires_at = serializers.CharField()
     renewals = serializers.ListField(child=serializers.CharField())
-    status = serializers.CharField()
+    status = serializers.CharField(help_text="active, released, expired or revoked (R11.3-09)")
+    closed_at = serializers.CharField(allow_null=True)
+    closed_by = serializers.CharField(allow_null=True, help_text="the event that ended it")
+    revoked_tokens = serializers.ListField(child=serializers.CharField())
+
+
+class LateResultSerializer(serializers.Serializer):
+    sequence = serializers.IntegerField()
+    recorded_at = serializers.CharField()
+    former_owner = serializers.CharField()
+    lease_id = serializers.CharField(allow_null=True)
+    artifacts = serializers.ListField(child=serializers.CharField())
 
 
 class OfferSerializer(serializers.Serializer):
@@ -174,6 +185,14 @@ class WorkItemSerializer(serializers.Serializer):
     budgets = BudgetsSerializer()
     approvals = serializers.ListField(child=serializers.CharField())
     history = serializers.ListField(child=serializers.DictField())
+    lease_history = LeaseSerializer(many=True, help_text="closed leases, oldest first")
+    attempts = serializers.IntegerField()
+    retry_at = serializers.CharField(allow_null=True, help_text="a retry's backoff (R11.4-08)")
+    last_checkpoint = serializers.DictField(allow_null=True)
+    late_results = serializers.IntegerField()
+    late_result_log = LateResultSerializer(many=True, help_text="kept for audit (R11.5-02)")
+    reassignments = serializers.IntegerField()
+    former_owners = serializers.ListField(child=serializers.CharField())
 
 
 class OrganizationSerializer(serializers.Serializer):

@@ -21,12 +21,16 @@ from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.workitems import Offer
 from missionweave.protocol.workitems import WorkItem as WorkItemState
 
+from .execution import Execution, execution_of
 from .timeline import event_family
 
 #: the group page shows this many missions, newest first
 MISSIONS_SHOWN = 50
 #: event families whose events change what the work sections show (used by the page script)
 LIVE_FAMILIES = ("work", "mission", "approval", "lease", "evidence", "membership")
+#: the WorkItem page also follows usage reconciled from an offline buffer (R11.5-12), whose
+#: event is an extension type (``workitems.USAGE_RECORDED``)
+ITEM_LIVE_FAMILIES = (*LIVE_FAMILIES, "ext")
 
 
 @dataclass(frozen=True)
@@ -240,28 +244,11 @@ class Message:
 
 
 @dataclass(frozen=True)
-class Budget:
-    dimension: str
-    used: float | int
-    limit: float | int | None
-
-    @property
-    def percent(self) -> int | None:
-        if not self.limit:
-            return None
-        return min(100, round(100 * self.used / self.limit))
-
-    @property
-    def exceeded(self) -> bool:
-        return self.limit is not None and self.used > self.limit
-
-
-@dataclass(frozen=True)
 class WorkItemPage:
     view: WorkItemView
     mission: Mission | None
     needed_by: tuple[Dependency, ...]
-    budgets: tuple[Budget, ...]
+    execution: Execution  # leases, budgets up the ancestry, late results, retries
     history: tuple[HistoryEntry, ...]  # newest first
     messages: tuple[Message, ...]  # oldest first
 
@@ -275,12 +262,6 @@ def _recorded_at(document: dict[str, Any]) -> datetime | None:
         return parse_timestamp(document.get("recorded_at"))
     except ValueError:
         return None
-
-
-def _budgets(item: WorkItemState) -> tuple[Budget, ...]:
-    limits, used = item.limits, item.used
-    dimensions = [*limits, *(name for name in used if name not in limits)]
-    return tuple(Budget(name, used.get(name, 0), limits.get(name)) for name in dimensions)
 
 
 def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkItemPage | None:
@@ -335,7 +316,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         view=view,
         mission=Mission.objects.filter(group_id=group_id, mission_id=item.mission).first(),
         needed_by=tuple(Dependency(other, state) for other, state in dependents),
-        budgets=_budgets(item),
+        execution=execution_of(group_id, item),
         history=history,
         messages=tuple(messages),
     )

@@ -78,9 +78,11 @@ def work_item_detail(request: HttpRequest, group: str, work_item: str) -> HttpRe
     context["stream"] = {
         "group": group,
         "head_sequence": head,
-        "families": work.LIVE_FAMILIES,
+        "families": work.ITEM_LIVE_FAMILIES,
         "related": sorted(related),
         "mission": page.item.mission,
+        # a charge to a sibling item changes these missions' budgets on this page (R11.5-12)
+        "missions": list(page.execution.missions),
     }
     return render(request, "dashboard/work-item-detail.html", context)
 

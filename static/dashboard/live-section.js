@@ -22,10 +22,12 @@ function draftFields(root) {
 export class LiveSection {
   // elementId: the section's root (it carries data-refresh-url; the response's root has the
   // same id). families: event-type prefixes that matter. matches(event): a finer filter.
-  constructor({ elementId, families, matches = () => true }) {
+  // onSwap(fresh): called with the new root once it is in the page.
+  constructor({ elementId, families, matches = () => true, onSwap = () => {} }) {
     this.elementId = elementId;
     this.families = new Set(families);
     this.matches = matches;
+    this.onSwap = onSwap;
     this.timer = null;
     this.running = false;
     this.again = false;
@@ -99,6 +101,7 @@ export class LiveSection {
         field.setSelectionRange(focus.start, focus.end);
       }
     }
+    this.onSwap(fresh);
     fresh.dataset.refreshedAt = new Date().toISOString();
   }
 }

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from apps.ledger.models import GroupLog
-from apps.ledger.write_path import Outcome, submit_command
+from apps.ledger.write_path import Outcome, submit_authority_command, submit_command
 from apps.work.models import WorkItem
+from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
+from missionweave.protocol.work.leases import reassign_command_id
 from tests.factories import AgentPersona, HumanPersona, World, mission_body, now_text, unique
 
 SELECTION_BASIS = dict.fromkeys(SELECTION_BASIS_FIELDS, "chosen for the test")
@@ -40,8 +42,9 @@ def state_of(group: str, item: str) -> str:
     return WorkItem.objects.get(group_id=group, work_item_id=item).state
 
 
-def mission(world: World, mission_id: str | None = None) -> str:
-    body = mission_body(mission_id)
+def mission(world: World, mission_id: str | None = None, **extra: Any) -> str:
+    """w1 creates a mission (``parent=``, ``budgets=`` and the like go in ``extra``)."""
+    body = mission_body(mission_id, **extra)
     submit(world.w1, world.group, "mission.create", body)
     return body["mission"]
 
@@ -107,12 +110,80 @@ def queued(
     return item
 
 
-def start(world: World, item: str, epoch: int = 1) -> str:
-    """w2 starts ``item``; returns the lease id."""
-    outcome = submit(
-        world.w2, world.group, "work.start", {"work_item": item, "ownership_epoch": epoch}
-    )
+def start(world: World, item: str, epoch: int = 1, *, lease_ttl_s: int | None = None) -> str:
+    """w2 starts ``item`` (a lease of ``lease_ttl_s`` seconds if given); returns the lease id."""
+    body: dict[str, Any] = {"work_item": item, "ownership_epoch": epoch}
+    if lease_ttl_s is not None:
+        body["lease_ttl_s"] = lease_ttl_s
+    outcome = submit(world.w2, world.group, "work.start", body)
     return outcome.body["result"]["lease"]["lease_id"]
+
+
+def renew(world: World, item: str, lease: str, *, lease_ttl_s: int | None = None) -> str:
+    """w2 renews its lease (R11.3-03); returns the new expiry."""
+    body: dict[str, Any] = {"work_item": item, "lease_id": lease}
+    if lease_ttl_s is not None:
+        body["lease_ttl_s"] = lease_ttl_s
+    outcome = submit(world.w2, world.group, "lease.renew", body)
+    return outcome.body["result"]["lease"]["expires_at"]
+
+
+def use(world: World, item: str, lease: str, **usage: float) -> Outcome:
+    """w2 charges usage to ``item`` and, through it, to every mission above it (R11.5-12)."""
+    return submit(
+        world.w2, world.group, "work.usage", {"work_item": item, "lease_id": lease, "usage": usage}
+    )
+
+
+def checkpoint(world: World, item: str, lease: str, ref: str = "ckpt-1") -> Outcome:
+    """w2 checkpoints: the lease is released, the item queued again (R10.2-08)."""
+    body = {
+        "work_item": item,
+        "lease_id": lease,
+        "checkpoint": {"ref": ref, "state_digest": sha256_digest(ref.encode()), "artifacts": []},
+    }
+    return submit(world.w2, world.group, "work.checkpoint", body)
+
+
+def reassign(group: str, item: str, *, epoch: int = 1, reason: str = "lease_expired") -> Outcome:
+    """What the Celery sweep submits once ``item`` is due (R11.5-01), with its command id."""
+    return submit_authority_command(
+        group_id=group,
+        type_="work.reassign",
+        body={"work_item": item, "ownership_epoch": epoch, "reason": reason},
+        command_id=reassign_command_id(item, epoch),
+    )
+
+
+def evidence(producer: str, criterion: str = "c1", verdict: str = "pass") -> dict[str, Any]:
+    return {
+        "criterion": criterion,
+        "method": "deterministic",
+        "result": {"verdict": verdict, "summary": f"{criterion}: {verdict}", "data": {}},
+        "producer": producer,
+        "artifacts": [sha256_digest(criterion.encode())],
+    }
+
+
+def submit_result(world: World, item: str, lease: str, artifact: bytes = b"summary.md") -> Outcome:
+    """w2's ``work.submit`` with evidence for both criteria of the example contract."""
+    body = {
+        "work_item": item,
+        "lease_id": lease,
+        "artifacts": [sha256_digest(artifact)],
+        "evidence": [evidence(world.w2.principal, c) for c in ("c1", "c2")],
+    }
+    return submit(world.w2, world.group, "work.submit", body)
+
+
+def fail_as_owner(world: World, item: str, lease: str) -> Outcome:
+    """w2 fails its attempt: a retry after backoff while the contract allows (R11.4-08)."""
+    body = {
+        "work_item": item,
+        "lease_id": lease,
+        "evidence": [evidence(world.w2.principal, verdict="fail")],
+    }
+    return submit(world.w2, world.group, "work.fail", body)
 
 
 def approve(persona: HumanPersona, group: str, item: str, revision: int = 1) -> Outcome:

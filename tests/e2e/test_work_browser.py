@@ -150,3 +150,67 @@ def test_the_work_item_page_follows_its_item_live(
     assert page.evaluate("() => window.__sameDocument") is True
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "work-item-page.png", full_page=True)
+
+
+def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_live(
+    work: Work, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """R11.3-03, R11.3-09, R11.5-01, R11.5-12, wire§7, R16-09: the lease's expiry ticks down in
+    the browser with no event; a ``lease.renew`` submitted meanwhile brings the new expiry and
+    renewal count without a reload, a ``work.usage`` the budgets; a short renewal runs out in
+    the browser ("expired", while the lease is still active: only the authority ends it), and
+    the sweep's ``work.reassign`` then takes the lease from its holder, live; the former
+    owner's submission after that shows up as a late result kept for audit (R11.5-02)."""
+    server, world, item = live_asgi_server, work.world, work.plain
+    lease = in_plain_thread(wf.start, world, item, lease_ttl_s=30)
+    log_in(page, server, "olga")
+    page.goto(f"{server.url}/groups/{world.group}/work-items/{item}/")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+    card = page.locator("#lease")
+    expiry = card.locator('[data-field="expiry"]')
+    expect(card.locator('[data-field="holder"]')).to_have_text("agent:w2")
+    expect(expiry).to_have_text(re.compile(r"^\d+ s left$"))
+    before = expiry.text_content()
+    expect(expiry).not_to_have_text(before or "", timeout=3_000)  # ticking, no event needed
+    expect(card.locator('[data-field="renewals"]')).to_have_text("0")
+    page.evaluate("() => (window.__sameDocument = true)")
+
+    expires_at = in_plain_thread(wf.renew, world, item, lease, lease_ttl_s=3600)
+    expect(expiry).to_have_attribute("data-countdown", expires_at, timeout=LIVE_TIMEOUT_MS)
+    expect(card.locator('[data-field="renewals"]')).to_have_text("1")
+    expect(expiry).to_have_text(re.compile(r"^(59 min \d+ s|1 h 0 min) left$"))
+
+    in_plain_thread(wf.use, world, item, lease, tokens=500)
+    tokens = page.locator(f'[data-budget="work_item:{item}"] [data-dimension="tokens"]')
+    expect(tokens.locator('[data-field="used"]')).to_have_text("500", timeout=LIVE_TIMEOUT_MS)
+    mission_tokens = page.locator(
+        f'[data-budget="mission:{work.mission}"] [data-dimension="tokens"]'
+    )
+    expect(mission_tokens.locator('[data-field="used"]')).to_have_text("500")
+
+    in_plain_thread(wf.renew, world, item, lease, lease_ttl_s=2)
+    expect(card.locator('[data-field="renewals"]')).to_have_text("2", timeout=LIVE_TIMEOUT_MS)
+    expect(expiry).to_have_text("expired", timeout=LIVE_TIMEOUT_MS)
+    expect(expiry).to_have_attribute("data-passed", "true")
+    expect(card.locator('[data-field="lease-status"]')).to_have_text("active")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "work-item-lease-expired.png", full_page=True)
+
+    in_plain_thread(wf.reassign, world.group, item)
+    expect(card.locator('[data-field="lease"]')).to_have_text(
+        "No active execution lease.", timeout=LIVE_TIMEOUT_MS
+    )
+    closed = card.locator(f'[data-field="lease-history"] tr[data-lease="{lease}"]')
+    expect(closed.locator('[data-field="status"]')).to_have_text("expired")
+    expect(closed.locator('[data-field="closed-by"]')).to_have_text("lease.expired")
+    expect(card.locator('[data-field="reassignments"]')).to_have_text("1")
+    expect(page.locator('#work-item-body [data-field="state"]')).to_have_text("open")
+
+    in_plain_thread(wf.submit_result, world, item, lease)  # the former owner, too late
+    late = page.locator("#late-results")
+    expect(late.locator(".late-result")).to_have_count(1, timeout=LIVE_TIMEOUT_MS)
+    expect(late).to_contain_text("Kept for audit only: none of these completed this item.")
+    expect(late.locator('[data-field="former-owner"]')).to_have_text("agent:w2")
+    expect(page.locator('#work-item-body [data-field="state"]')).to_have_text("open")
+    assert page.evaluate("() => window.__sameDocument") is True
+    page.screenshot(path=SCREENSHOTS / "work-item-lease-history.png", full_page=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 
 from apps.dashboard.commands import new_command_id
+from apps.dashboard.timeline import event_family
 from missionweave.protocol.timefmt import parse_timestamp
 
 register = template.Library()
@@ -25,3 +26,9 @@ def wire_time(value: object) -> str:
     except (TypeError, ValueError):
         return "" if value is None else str(value)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@register.filter(name="event_family")
+def event_family_of(event_type: object) -> str:
+    """The badge family of an event type (``lease.expired`` -> ``lease``), as in the log."""
+    return event_family(event_type)

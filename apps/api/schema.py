@@ -195,6 +195,23 @@ class WorkItemSerializer(serializers.Serializer):
     former_owners = serializers.ListField(child=serializers.CharField())
 
 
+class CapabilityCheckRequestSerializer(serializers.Serializer):
+    token = serializers.CharField()
+    work_item = serializers.CharField(required=False)
+    group = serializers.CharField(required=False)
+    tool = serializers.CharField(required=False)
+    data = serializers.CharField(required=False)
+    operation = serializers.CharField(required=False)
+
+
+class CapabilityCheckSerializer(serializers.Serializer):
+    valid = serializers.BooleanField()
+    claims = serializers.DictField(required=False, help_text="the token's claims, when valid")
+    code = serializers.CharField(required=False, help_text="wire.md §8 code, when not valid")
+    requirement = serializers.CharField(required=False, help_text="R-ID of the failed rule")
+    reason = serializers.CharField(required=False)
+
+
 class OrganizationSerializer(serializers.Serializer):
     id = serializers.CharField()
     name = serializers.CharField()

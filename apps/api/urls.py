@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from .converters import PrincipalConverter, WireIdConverter
-from .views import admin, groups, public
+from .views import admin, capabilities, groups, public
 
 register_converter(WireIdConverter, "wid")
 register_converter(PrincipalConverter, "principal")
@@ -14,6 +14,11 @@ urlpatterns = [
     path("authority", public.AuthorityApi.as_view(), name="authority"),
     path("sessions", public.SessionCreateApi.as_view(), name="sessions"),
     path("sessions/current", public.SessionCurrentApi.as_view(), name="session-current"),
+    path(
+        "capabilities:check",
+        capabilities.CapabilityCheckApi.as_view(),
+        name="capabilities-check",
+    ),
     path("organizations", admin.OrganizationCreateApi.as_view(), name="organizations"),
     path("agents", admin.AgentCreateApi.as_view(), name="agents"),
     path("groups", admin.GroupCreateApi.as_view(), name="groups"),

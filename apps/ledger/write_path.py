@@ -22,7 +22,7 @@ from typing import Any, Literal
 from django.db import transaction
 from django.utils import timezone
 
-from missionweave.protocol import decider
+from missionweave.protocol import decider, offline
 from missionweave.protocol.authorization import authorize
 from missionweave.protocol.envelope import (
     Envelope,
@@ -43,7 +43,7 @@ from missionweave.protocol.registry import (
 )
 from missionweave.protocol.signing import parse_public_key
 
-from . import follow_ups
+from . import capabilities, follow_ups
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
@@ -51,7 +51,8 @@ from .projections import load_view, save_aggregates
 
 logger = logging.getLogger(__name__)
 CallerKind = Literal["agent", "user", "authority"]
-SUPPORTED_EXTENSIONS: frozenset[str] = frozenset()
+#: the bounded offline execution binding (R11.5-07); any other URN is UNSUPPORTED_EXTENSION
+SUPPORTED_EXTENSIONS: frozenset[str] = frozenset({offline.EXTENSION})
 #: ``spec.keys`` rounds: a mission ancestry loads one level a round (budgets.MAX_ANCESTRY)
 MAX_LOAD_ROUNDS = 66
 
@@ -389,9 +390,11 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
         now=head.now,
         session_epoch=envelope.session_epoch,
         actor_roles=roles,
+        extensions=envelope.extensions,
     )
     view = _load_what_decide_reads(spec, command)
     decision = decider.decide(view, command)
+    decision = capabilities.minted(decision)  # R11.3-06: sign the decided tokens' claims
 
     facts = heads.append(head, decision.events, command_id=envelope.id, actor=envelope.actor)
     state = dict(view)

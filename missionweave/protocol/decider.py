@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from . import memberships, missions, workitems
+from . import memberships, missions, offline, workitems
 from .facts import Command, Decision, Fact, StateKey, View
 from .registry import COMMANDS
 
@@ -27,7 +27,14 @@ _ALSO_MISSION = {
 
 
 def decide(view: View, command: Command) -> Decision:
-    """The events ``command`` produces against ``view`` (a ``ProtocolError`` if refused)."""
+    """The events ``command`` produces against ``view`` (a ``ProtocolError`` if refused).
+
+    A command carrying the offline binding is judged against its historical lease window
+    instead of its type's usual rules (R11.5-10), whatever its type: ``offline`` refuses the
+    types that may not be buffered.
+    """
+    if offline.is_buffered(command):
+        return offline.decide_buffered(view, command)
     return COMMANDS[command.type].decide(view, command)
 
 

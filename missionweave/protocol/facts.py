@@ -32,6 +32,8 @@ class Command:
     session_epoch: int | None = None
     #: the issuer's roles in this group (some rules depend on them, e.g. human review)
     actor_roles: frozenset[str] = frozenset()
+    #: the envelope's supported extensions by URN (the offline binding, R11.5-07)
+    extensions: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,9 @@ class Decision:
     result: dict[str, Any] = field(default_factory=dict)
     status: int = 201
     follow_ups: tuple[FollowUp, ...] = ()
+    #: claims of capability tokens to sign and return in ``result["capability_tokens"]``
+    #: (R11.3-06): the pure core names them, the write path signs them with the authority key
+    capabilities: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

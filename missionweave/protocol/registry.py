@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import memberships, missions
+from . import capabilities, memberships, missions, offline
 from .facts import Command, Decision, StateKey, View
 from .work import checks, execution, leases, offers, planning, review
 
@@ -102,7 +102,7 @@ _SPECS = (
         "work.message",
         ANY_MEMBER_BUT_OBSERVER,
         planning.validate_message,
-        checks.item_keys,
+        offline.with_ancestry(checks.item_keys),  # a buffered one charges budgets (R11.5-12)
         planning.decide_message,
     ),
     _spec("work.offer", COORDINATOR, offers.validate_offer, checks.item_keys, offers.decide_offer),
@@ -137,10 +137,17 @@ _SPECS = (
     ),
     _spec("lease.renew", OWNER, execution.validate_renew, checks.item_keys, execution.decide_renew),
     _spec(
+        capabilities.ISSUE,
+        OWNER,
+        capabilities.validate_issue,
+        checks.item_keys,
+        capabilities.decide_issue,
+    ),
+    _spec(
         "work.progress",
         OWNER,
         execution.validate_progress,
-        checks.item_keys,
+        offline.with_ancestry(checks.item_keys),
         execution.decide_progress,
     ),
     _spec(
@@ -154,7 +161,7 @@ _SPECS = (
         "work.checkpoint",
         OWNER,
         execution.validate_checkpoint,
-        checks.item_keys,
+        offline.with_ancestry(checks.item_keys),
         execution.decide_checkpoint,
     ),
     _spec("work.block", OWNER, execution.validate_block, checks.item_keys, execution.decide_block),

@@ -124,6 +124,7 @@ TRANSITIONS: tuple[Transition, ...] = (
 IN_STATE: dict[str, frozenset[str]] = {
     "work.reject_offer": frozenset({OFFERED}),
     "lease.renew": frozenset({ACTIVE}),
+    "capability.issue": frozenset({ACTIVE}),
     "work.progress": frozenset({ACTIVE}),
     "work.usage": frozenset({ACTIVE}),
     "evidence.record": frozenset({SUBMITTED}),

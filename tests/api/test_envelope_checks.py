@@ -21,7 +21,9 @@ from .http import API, JSON, bearer, error_of, get, head_sequence, json_of, post
 
 pytestmark = pytest.mark.django_db
 
-EXTENSION = "urn:missionweaveprotocol:extension:bounded-offline-execution"
+#: an extension this authority does not support (the offline binding is supported: R11.5-07)
+EXTENSION = "urn:example:extension:unsupported"
+OFFLINE = "urn:missionweaveprotocol:extension:bounded-offline-execution"
 
 
 def refused(
@@ -191,6 +193,23 @@ def test_unsupported_extension_is_refused(api: APIClient, world: World) -> None:
         requirement="wire§3",
     )
     assert error["details"] == {"extension": EXTENSION}
+
+
+def test_the_offline_binding_on_a_command_that_cannot_be_buffered_is_malformed(
+    api: APIClient, world: World
+) -> None:
+    """R11.5-04, R11.5-07: the offline extension is supported (past step 2), but only
+    progress, checkpoints and messages may carry it."""
+    error = refused(
+        api,
+        world,
+        create(world, extensions={OFFLINE: {}}),
+        world.w1.token,
+        status=400,
+        code="MALFORMED",
+        requirement="R11.5-04",
+    )
+    assert error["details"]["path"] == f'$.extensions["{OFFLINE}"]'
 
 
 @pytest.mark.parametrize("type_", ["mission.explode", "membership.grant", "membership.revoke"])

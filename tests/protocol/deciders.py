@@ -47,16 +47,26 @@ class Scenario:
         roles: frozenset[str] = frozenset(),
         session_epoch: int | None = None,
         now: datetime = NOW,
+        extensions: dict[str, Any] | None = None,
+        command_id: str | None = None,
     ) -> Decision:
         """Validate, then decide against exactly the keys the command declares it reads
         (loaded in rounds, as the write path does)."""
         spec = COMMANDS[type_]
         spec.validate(body)
         command = Command(
-            f"cmd-{self.sequence + 1}", type_, GROUP, actor, body, now, session_epoch, roles
+            command_id or f"cmd-{self.sequence + 1}",
+            type_,
+            GROUP,
+            actor,
+            body,
+            now,
+            session_epoch,
+            roles,
+            extensions or {},
         )
         view: dict[StateKey, Any] = {}
-        for _ in range(3):
+        for _ in range(8):
             missing = spec.keys(command, view) - view.keys()
             if not missing:
                 break

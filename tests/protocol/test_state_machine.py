@@ -79,6 +79,7 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "mission.cancel": ("mission.cancelled", "work.cancelled"),
     "work.reject_offer": ("work.offer_rejected",),
     "lease.renew": ("lease.renewed",),
+    "capability.issue": ("capability.issued",),
     "work.progress": ("work.progress_reported",),
     "work.usage": ("work.usage_recorded",),
     "evidence.record": ("evidence.recorded",),
@@ -99,7 +100,7 @@ NEEDS_NO_ITEM = frozenset({"work.propose", "work.authorize", "mission.fail", "mi
 #: wire.md §9 "owner" commands
 OWNER_COMMANDS = (
     "work.start", "lease.renew", "work.progress", "work.usage", "work.checkpoint", "work.block",
-    "work.submit",
+    "work.submit", "capability.issue",
 )  # fmt: skip
 
 PRECEDENCE: dict[tuple[str, str], tuple[ErrorCode, str]] = {

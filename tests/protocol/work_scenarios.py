@@ -134,6 +134,8 @@ class Call:
     type: str
     actor: str
     body: dict[str, Any]
+    #: envelope extensions by URN (the offline binding of R11.5-07)
+    extensions: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,8 @@ class PureDriver:
     scenario: Scenario = field(default_factory=Scenario)
     at: datetime = NOW
     group: str = GROUP
+    #: an agent's current session epoch when it is not ``SESSION_EPOCH`` (after reconnecting)
+    sessions: dict[str, int] = field(default_factory=dict)
 
     def now(self) -> datetime:
         return self.at
@@ -182,8 +186,13 @@ class PureDriver:
             call.body,
             actor=call.actor,
             roles=ROLES.get(call.actor, frozenset()),
-            session_epoch=SESSION_EPOCH if call.actor.startswith("agent:") else None,
+            session_epoch=(
+                self.sessions.get(call.actor, SESSION_EPOCH)
+                if call.actor.startswith("agent:")
+                else None
+            ),
             now=at or self.at,
+            extensions=call.extensions,
         )
 
     def run(self, call: Call, *, at: datetime | None = None) -> Ran:
@@ -549,6 +558,7 @@ CALLS: dict[str, Callable[..., Call]] = {
     "approval.grant_execution": _grant,
     "work.start": _start,
     "lease.renew": _owner_call("lease.renew", lambda story: {}),
+    "capability.issue": _owner_call("capability.issue", lambda story: {}),
     "work.progress": _owner_call("work.progress", _progress_fields),
     "work.usage": _owner_call("work.usage", lambda story: {"usage": {"tokens": 1200}}),
     "work.checkpoint": _owner_call("work.checkpoint", lambda story: {"checkpoint": checkpoint()}),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import budgets
+from .. import budgets, capabilities
 from .. import states as S
 from ..canonical import digest, is_digest
 from ..errors import ErrorCode, ProtocolError
@@ -129,11 +129,18 @@ def decide_start(view: View, command: Command) -> Decision:
         "lease": lease,
         "attempt": item.attempts + 1,
     }
-    result = {
-        "lease": {"lease_id": lease["lease_id"], "expires_at": lease["expires_at"]},
-        "capability_tokens": [],
-    }
-    return Decision([NewEvent("work.started", payload)], result)
+    result = {"lease": {"lease_id": lease["lease_id"], "expires_at": lease["expires_at"]}}
+    # R11.3-06, R11.3-08: one token for the contract's full scope, bound to the new lease and
+    # expiring with it; the write path signs it into ``result["capability_tokens"]`` (wire §9)
+    token = capabilities.token_claims(
+        command,
+        item=item,
+        lease_id=lease["lease_id"],
+        session_epoch=command.session_epoch,
+        lease_expires_at=lease["expires_at"],
+        scope=capabilities.contract_scope(item),
+    )
+    return Decision([NewEvent("work.started", payload)], result, capabilities=(token,))
 
 
 # --- the owner's execution commands (R11.3-04) -----------------------------------------------
@@ -153,13 +160,25 @@ def validate_renew(body: dict[str, Any]) -> None:
 
 
 def decide_renew(view: View, command: Command) -> Decision:
-    """R11.3-03: a renewal extends the current lease from now (the authority clock)."""
+    """R11.3-03: a renewal extends the current lease from now (the authority clock).
+
+    The lease keeps its id, so the tokens already issued under it stay valid until their own
+    ``exp``; a fresh full-scope token reaching the new expiry comes with it (R11.3-08)."""
     item, lease = owner_with_lease(view, command)
     expires_at = format_timestamp(command.now + lease_ttl(command.body))
     payload = {"work_item": item.id, "lease_id": lease.lease_id, "expires_at": expires_at}
+    token = capabilities.token_claims(
+        command,
+        item=item,
+        lease_id=lease.lease_id,
+        session_epoch=lease.session_epoch,
+        lease_expires_at=expires_at,
+        scope=capabilities.contract_scope(item),
+    )
     return Decision(
         [NewEvent("lease.renewed", payload)],
         {"lease": {"lease_id": lease.lease_id, "expires_at": expires_at}},
+        capabilities=(token,),
     )
 
 

@@ -278,6 +278,12 @@ CELERY_BEAT_SCHEDULE = {
         # does not wake up to a backlog of identical sweeps.
         "options": {"expires": max(60.0, 10 * MWP_SWEEP_INTERVAL_S)},
     },
+    # Cross-group follow-ups a crash left in the outbox (apps/ledger/follow_ups.py).
+    "resend-follow-ups": {
+        "task": "apps.ledger.tasks.resend_follow_ups",
+        "schedule": max(MWP_SWEEP_INTERVAL_S, 15.0),
+        "options": {"expires": 60.0},
+    },
 }
 # --- end Celery --------------------------------------------------------------------------
 

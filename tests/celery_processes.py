@@ -27,6 +27,7 @@ Tests that use it must commit what the processes should see: they use ``transact
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -36,7 +37,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,18 +101,28 @@ class CeleryProcesses:
         """Every process's output so far, each under a header (for assertion messages)."""
         return "\n".join(f"===== celery {p.name} =====\n{p.log()}" for p in self.processes)
 
-    def count(self, pattern: str) -> int:
-        """How many times the regular expression ``pattern`` occurs in the logs."""
-        return sum(len(re.findall(pattern, process.log())) for process in self.processes)
+    def count(self, pattern: str, *, process: CeleryProcess | None = None) -> int:
+        """How many times the regular expression ``pattern`` occurs in the logs (of all
+        processes, or of ``process``)."""
+        logs = [process] if process is not None else self.processes
+        return sum(len(re.findall(pattern, each.log())) for each in logs)
 
-    def wait_for(self, pattern: str, *, count: int = 1, timeout: float = 10.0) -> None:
-        """Wait until ``pattern`` occurs ``count`` times in the logs; fail with the logs."""
+    def wait_for(
+        self,
+        pattern: str,
+        *,
+        count: int = 1,
+        timeout: float = 10.0,
+        process: CeleryProcess | None = None,
+    ) -> None:
+        """Wait until ``pattern`` occurs ``count`` times in the logs (of all processes, or of
+        ``process``); fail with every log if it does not, or if a process exits."""
         deadline = time.monotonic() + timeout
-        while self.count(pattern) < count:
+        while (seen := self.count(pattern, process=process)) < count:
             dead = [p.name for p in self.processes if not p.running()]
             if dead or time.monotonic() > deadline:
                 pytest.fail(
-                    f"{pattern!r} seen {self.count(pattern)} times, wanted {count} "
+                    f"{pattern!r} seen {seen} times, wanted {count} "
                     f"(exited: {dead or 'none'}):\n{self.log()}"
                 )
             time.sleep(0.05)
@@ -126,10 +137,8 @@ class CeleryProcesses:
 
 def _signal_group(popen: subprocess.Popen, signum: int) -> None:
     """Signal the process group a process leads (it was started in a session of its own)."""
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(popen.pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _broker_url() -> str:
@@ -231,7 +240,7 @@ def _start(name: str, command: list[str], env: dict[str, str], state_dir: Path) 
     # A restart reuses the state directory: each start logs to a file of its own.
     log_path = state_dir / f"{name}-{uuid.uuid4().hex[:6]}.log"
     with log_path.open("wb") as log_file:
-        popen = subprocess.Popen(  # noqa: S603 - our own interpreter, fixed arguments
+        popen = subprocess.Popen(
             command,
             cwd=BASE_DIR,
             env=env,
@@ -242,7 +251,7 @@ def _start(name: str, command: list[str], env: dict[str, str], state_dir: Path) 
     return CeleryProcess(name=name, popen=popen, log_path=log_path)
 
 
-def _wait_until_ready(processes: CeleryProcesses, embedded_beat: bool) -> None:
+def _wait_until_ready(processes: CeleryProcesses, *, beats: int, embedded_beat: bool) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     pending = {index: processes.send_ping(worker=index) for index in range(len(processes.workers))}
     while pending:
@@ -253,8 +262,7 @@ def _wait_until_ready(processes: CeleryProcesses, embedded_beat: bool) -> None:
                 del pending[index]
         _fail_if_exited_or_late(processes, deadline, f"workers {sorted(pending)} did not answer")
         time.sleep(0.05)
-    beat_logs = [p for p in processes.workers if embedded_beat] or processes.beats
-    for process in beat_logs:
+    for process in processes.workers[:beats] if embedded_beat else processes.beats:
         while "beat: Starting..." not in process.log():
             _fail_if_exited_or_late(processes, deadline, f"{process.name} did not start beat")
             time.sleep(0.05)
@@ -275,25 +283,32 @@ def _stop(processes: CeleryProcesses) -> None:
             process.popen.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
     for process in processes.processes:
-        try:
+        with suppress(subprocess.TimeoutExpired):
             process.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
         _signal_group(process.popen, signal.SIGKILL)
         process.popen.wait(timeout=STOP_TIMEOUT_S)
 
 
 def _forget_queues(broker_url: str, queue: str) -> None:
-    """Remove what the run left in Redis under its queue names (a task in flight when the
-    processes were killed stays in kombu's unacked set until its visibility timeout)."""
+    """Remove what the run left in Redis under its queue names: the queues, their bindings,
+    and kombu's record of a task that was in flight when the processes were killed (else a
+    worker of a later run would put it back on a queue nobody reads, an hour later)."""
     import redis
 
     client = redis.Redis.from_url(broker_url)
     try:
-        for pattern in (f"{queue}*", f"_kombu.binding.{queue}*"):
+        for pattern in (f"{queue}*", f"_kombu.binding*.{queue}*"):
             keys = list(client.scan_iter(match=pattern))
             if keys:
                 client.delete(*keys)
+        for tag, raw in client.hscan_iter("unacked"):
+            try:
+                _message, exchange, routing_key = json.loads(raw)
+            except ValueError:
+                continue
+            if str(routing_key).startswith(queue) or str(exchange).startswith(queue):
+                client.hdel("unacked", tag)
+                client.zrem("unacked_index", tag)
     finally:
         client.close()
 
@@ -339,7 +354,7 @@ def run_celery(
         for index in range(0 if embedded_beat else beats):
             command = _beat_command(state_dir / f"beat-{index}.schedule")
             processes.beats.append(_start(f"beat-{index}", command, env, state_dir))
-        _wait_until_ready(processes, embedded_beat)
+        _wait_until_ready(processes, beats=beats, embedded_beat=embedded_beat)
         yield processes
     finally:
         try:
@@ -356,7 +371,7 @@ def run_celery(
 @pytest.fixture
 def start_celery(
     transactional_db: None, tmp_path: Path, worker_id: str
-) -> Iterator[Callable[..., AbstractContextManager[CeleryProcesses]]]:
+) -> Callable[..., AbstractContextManager[CeleryProcesses]]:
     """``start_celery(**options)``: a context manager running Celery processes (see
     :func:`run_celery`) against this test's database; a test may start several in turn."""
     from django.db import connection
@@ -372,7 +387,7 @@ def start_celery(
         options["state_dir"].mkdir(parents=True, exist_ok=True)
         return run_celery(database_name=database_name, **options)
 
-    yield start
+    return start
 
 
 @pytest.fixture

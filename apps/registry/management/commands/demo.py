@@ -10,6 +10,11 @@ through the write path, so open pages have something to watch.
 daphne runs as a child process and this process keeps writing. On the embedded default the
 in-memory channel layer cannot carry this process's hints to daphne's consumers; they notice
 the new events by polling the head (``MWP_STREAM_POLL_S``), as the README explains.
+
+A Celery worker with an embedded beat (``celery -A missionweave worker -B``) runs as a second
+child, so the time-driven sweeps (missed start deadlines, expired leases) happen in the demo
+as in production. It uses kombu's ``filesystem://`` broker under ``var/celery`` (no server)
+unless ``CELERY_BROKER_URL`` says otherwise, and logs to ``var/celery.log``.
 """
 
 from __future__ import annotations
@@ -87,15 +92,19 @@ class Command(BaseCommand):
             env=_server_env(port),
         )
         interrupted = False
+        children = [daphne]
         try:
+            celery_log = Path(settings.VAR_DIR) / "celery.log"
+            celery = _start_celery(celery_log)
+            children.append(celery)
             self._wait_until_up(daphne, port)
-            self._banner(world, f"http://{HOST}:{port}", interval)
-            self._produce(world, daphne, interval, stopping)
+            self._banner(world, f"http://{HOST}:{port}", interval, celery_log)
+            self._produce(world, daphne, celery, interval, stopping)
         except KeyboardInterrupt:
             interrupted = True
         finally:
             exited_by_itself = daphne.poll()
-            _stop(daphne)
+            _stop(*children)
         if exited_by_itself is not None and not (interrupted or stopping):
             raise CommandError(f"daphne exited with status {exited_by_itself}")
         self.stdout.write("Demo stopped.")
@@ -110,13 +119,26 @@ class Command(BaseCommand):
             time.sleep(0.1)
 
     def _produce(
-        self, world: DemoWorld, daphne: subprocess.Popen, interval: float, stopping: list[int]
+        self,
+        world: DemoWorld,
+        daphne: subprocess.Popen,
+        celery: subprocess.Popen,
+        interval: float,
+        stopping: list[int],
     ) -> None:
         """Play a beat of the live workflow every ``interval`` seconds until stopped."""
         rng = random.Random()  # noqa: S311 - the demo's dice, not a secret
         next_at = time.monotonic() + interval
+        celery_reported = False
         while daphne.poll() is None and not stopping:
             time.sleep(0.2)
+            if celery.poll() is not None and not celery_reported:
+                # The demo still serves; only the time-driven sweeps stop.
+                celery_reported = True
+                self.stderr.write(
+                    f"  the Celery worker exited with status {celery.returncode}: sweeps "
+                    f"stopped (see {Path(settings.VAR_DIR) / 'celery.log'})"
+                )
             if interval <= 0 or time.monotonic() < next_at:
                 continue
             next_at = time.monotonic() + interval
@@ -136,7 +158,7 @@ class Command(BaseCommand):
 
     # --- output ----------------------------------------------------------------------------
 
-    def _banner(self, world: DemoWorld, url: str, interval: float) -> None:
+    def _banner(self, world: DemoWorld, url: str, interval: float, celery_log: Path) -> None:
         line = "=" * 66
         self.stdout.write(self.style.SUCCESS(line))
         self.stdout.write(self.style.SUCCESS("  MissionWeave demo is running"))
@@ -147,6 +169,10 @@ class Command(BaseCommand):
                 f"  Work moves in {world.group} every {interval:g} s: watch the group page; "
                 "approve the queued WorkItem there."
             )
+        self.stdout.write(
+            f"  Sweeps:     a Celery worker with beat, every {settings.MWP_SWEEP_INTERVAL_S:g} s "
+            f"(log: {celery_log})"
+        )
         self.stdout.write("  Press Ctrl-C to stop.")
         self.stdout.write(self.style.SUCCESS(line))
         self.stdout.flush()
@@ -170,6 +196,45 @@ def _server_env(port: int) -> dict[str, str]:
     return env
 
 
+def _start_celery(log_path: Path) -> subprocess.Popen:
+    """``celery -A missionweave worker -B``: one worker (one pool process) with beat inside.
+
+    Production runs workers and one beat as separate processes (docs/protocol.md); one
+    process tree is enough for a demo. The broker is the filesystem one under ``var/celery``
+    unless ``CELERY_BROKER_URL`` is set, also when ``REDIS_URL`` is: only this worker and its
+    beat use it. No mingle, gossip or heartbeats: there are no other workers to talk to.
+    """
+    env = dict(os.environ)
+    env.setdefault("CELERY_BROKER_URL", "filesystem://")
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "--app",
+                "missionweave",
+                "worker",
+                "--beat",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+                "--without-mingle",
+                "--without-gossip",
+                "--without-heartbeat",
+            ],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # A group of its own: if it must be killed, its pool and its beat go with it
+            # (SIGKILL to the worker alone leaves beat running). Ctrl-C reaches this command,
+            # which stops it.
+            start_new_session=True,
+        )
+
+
 def _listening(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(0.5)
@@ -183,11 +248,23 @@ def _stop_on_sigterm() -> list[int]:
     return received
 
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
+def _stop(*processes: subprocess.Popen) -> None:
+    """SIGTERM to all at once (daphne closes, Celery finishes its task), then SIGKILL."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for process in processes:
         try:
-            process.wait(timeout=STOP_TIMEOUT_S)
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            process.kill()
+            _kill(process)
             process.wait()
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """SIGKILL the process group it leads (Celery), or the process alone (daphne)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # not a group leader
+        process.kill()

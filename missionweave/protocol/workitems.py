@@ -410,6 +410,12 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
                 open_questions=(),
             )
     elif kind == "work.offer_accepted":
+        # A new ownership epoch starts with no lease: a lease of an earlier epoch (a fenced
+        # owner's) goes to the history, so it can never pass for the new owner's current
+        # lease (R11.3-03 binds a lease to its epoch; R11.3-04, R11.3-05).
+        history = item.lease_history
+        if item.lease is not None:
+            history = (*history, item.lease)[-LEASE_HISTORY_LIMIT:]
         item = replace(
             item,
             state=S.QUEUED,
@@ -417,6 +423,8 @@ def evolve_work_item(current: WorkItem | None, fact: Fact) -> WorkItem:  # noqa:
             ownership_epoch=p["ownership_epoch"],
             start_deadline=p["start_deadline"],
             offers=_set_offer(item, p["offer"], status="accepted"),
+            lease=None,
+            lease_history=history,
         )
     elif kind == "work.offer_withdrawn":
         item = replace(

@@ -11,6 +11,7 @@ authority clock under the group lock: a sweep that read a stale candidate is ref
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -198,12 +199,13 @@ def retry_plan(item: WorkItem, now: datetime) -> tuple[dict[str, Any] | None, st
     max_attempts = policy.get("max_attempts", 1)
     if item.attempts >= max_attempts:
         return None, "attempts"
-    backoff = float(policy.get("initial_backoff_s", 0)) * float(
-        policy.get("backoff_multiplier", 1.0)
-    ) ** max(item.attempts - 1, 0)
-    if "max_backoff_s" in policy:
-        backoff = min(backoff, float(policy["max_backoff_s"]))
-    retry_at = now + timedelta(seconds=backoff)
+    backoff = _backoff_s(policy, item.attempts)
+    try:
+        retry_at = now + timedelta(seconds=backoff)
+    except OverflowError:
+        # a valid policy may ask for more than any representable time (max_backoff_s has no
+        # upper bound): such a retry never starts before the contract's deadline (year ≤ 9999)
+        return None, "deadline"
     deadline = item.contract.get("deadline")
     if deadline is not None and retry_at >= parse_timestamp(deadline):
         return None, "deadline"
@@ -218,6 +220,20 @@ def retry_plan(item: WorkItem, now: datetime) -> tuple[dict[str, Any] | None, st
         "retry_at": format_timestamp(retry_at),
         "start_deadline": start_deadline,
     }, ""
+
+
+def _backoff_s(policy: dict[str, Any], attempts: int) -> float:
+    """``initial × multiplier^(attempts-1)`` capped at ``max_backoff_s``; a power too large
+    for a float is simply "more than the cap" (never an ``OverflowError``, so never a 5xx)."""
+    initial = float(policy.get("initial_backoff_s", 0))
+    multiplier = float(policy.get("backoff_multiplier", 1.0))
+    try:
+        backoff = initial * multiplier ** max(attempts - 1, 0)
+    except OverflowError:
+        backoff = math.inf if initial > 0 else 0.0
+    if "max_backoff_s" in policy:
+        backoff = min(backoff, float(policy["max_backoff_s"]))
+    return backoff
 
 
 def require_retry_due(item: WorkItem, now: datetime) -> None:

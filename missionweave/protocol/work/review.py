@@ -22,6 +22,7 @@ from .checks import (
     no_private_reasoning,
     require_current_lease_id,
     require_item,
+    require_live_lease,
     require_owner,
     start_deadline_for,
 )
@@ -148,6 +149,10 @@ def decide_fail(view: View, command: Command) -> Decision:
         require_owner(item, command.actor)
         require_current_lease_id(item, command.body.get("lease_id", ""))
         S.require_state(command.type, item.state, work_item=item.id)
+        if item.state == S.ACTIVE:
+            # R11.3-09: like every command under a lease, a failure needs it live — an owner
+            # whose lease ran out must not schedule itself a retry past the reassignment
+            require_live_lease(item, command.now)
     else:
         S.require_state(command.type, item.state, work_item=item.id)
     if not command.body["evidence"]:

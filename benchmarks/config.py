@@ -3,7 +3,8 @@
 Every knob has an environment variable so ``make bench`` stays one command:
 ``BENCH_DATABASE_URL``, ``BENCH_REDIS_URL``, ``BENCH_SECONDS``, ``BENCH_WARMUP_SECONDS``,
 ``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``, ``BENCH_POOL_VARIANT`` (0 skips
-the HTTP-without-pool table), ``BENCH_OUTPUT``.
+the HTTP-without-pool table), ``BENCH_OUTPUT``; for the lease sweep ``BENCH_SWEEP_LEASES``,
+``BENCH_SWEEP_GROUPS``, ``BENCH_SWEEP_LIMIT``.
 
 The servers always run ``missionweave.settings``, whose PostgreSQL default is Django's psycopg
 connection pool (``MWP_DB_POOL``, ``MWP_DB_POOL_MAX``): the main HTTP table measures that
@@ -36,6 +37,10 @@ class BenchConfig:
     pool_variant: bool  # also measure HTTP with MWP_DB_POOL=0, next to the default servers
     output: Path
     quick: bool
+    sweep_leases: int = 100_000  # active leases seeded for the sweep benchmark
+    sweep_due_fraction: float = 0.1  # of which due
+    sweep_groups: int = 10
+    sweep_limit: int = 1000  # sweep_due(limit=...), the product's default
 
     @property
     def max_clients(self) -> int:
@@ -78,4 +83,7 @@ def load_config(*, quick: bool = False) -> BenchConfig:
             )
         ),
         quick=quick,
+        sweep_leases=_int("BENCH_SWEEP_LEASES", 2_000 if quick else 100_000),
+        sweep_groups=_int("BENCH_SWEEP_GROUPS", 10),
+        sweep_limit=_int("BENCH_SWEEP_LIMIT", 1000),
     )

@@ -6,11 +6,14 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .breakdown import Breakdown
 from .config import BenchConfig
 from .stats import Measurement
+
+if TYPE_CHECKING:
+    from .sweep import SweepResult
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Results:
     # 1-minute load average after each cell ("groups/clients", "batch/size"): this run's own
     # processes count too (about 2-4 at 16 clients), so a spike well above that is other work.
     loads: dict[str, float] = field(default_factory=dict)
+    sweep: SweepResult | None = None  # the lease sweep against one UPDATE (section 6)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -50,7 +54,22 @@ class Results:
                 for name in ("pgbench", "executemany", "inprocess", "http", "http_no_pool", "batch")
             },
             "breakdown": self.breakdown.as_dict() if self.breakdown else None,
+            "sweep": self.sweep.as_dict() if self.sweep else None,
         }
+
+    @classmethod
+    def load_sweep(cls, path: Path, config: BenchConfig) -> Results:
+        """The sweep figures a ``--only sweep`` run saved, to render section 6 again."""
+        from .sweep import SweepResult
+
+        data = json.loads(path.read_text())
+        results = cls(
+            command=data["command"],
+            config=config,
+            started_at=datetime.fromisoformat(data["started_at"]),
+        )
+        results.sweep = SweepResult.from_dict(data["sweep"])
+        return results
 
     def dump(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,13 @@ Order: for every (groups, clients) cell, pgbench's ceiling, then the in-process 
 then HTTP to the servers as shipped (Django's psycopg pool, the PostgreSQL default), then HTTP
 to the same servers started with ``MWP_DB_POOL=0`` — back to back, so a ratio compares
 figures taken seconds apart even when other work on the machine comes and goes. Then batches
-(default servers) next to ``executemany``, then the per-step breakdown. The report goes to
-``docs/benchmarks.md`` (``--quick``: under ``var/``) and the raw figures to
-``var/benchmarks/results.json``.
+(default servers) next to ``executemany``, then the per-step breakdown, then the lease sweep
+against one SQL ``UPDATE`` (section 6). The report goes to ``docs/benchmarks.md``
+(``--quick``: under ``var/``) and the raw figures to ``var/benchmarks/results.json``.
+
+``--only sweep`` resets the database and measures section 6 alone, then replaces only that
+section of the existing report (the other figures stay those of the last full run); its raw
+figures go to ``var/benchmarks/sweep.json``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from .database import reset_database
 
 if TYPE_CHECKING:
     from .results import Results
+    from .sweep import SweepResult
     from .world import BenchWorld
 
 
@@ -160,6 +165,42 @@ def measure(config: BenchConfig, command: str) -> Results:
             )
     results.breakdown = measure_breakdown(world, repeat=50 if config.quick else 200)
     results.event_bytes = _event_bytes()
+    results.sweep = _measure_sweep(config)
+    results.load_after = load_average()
+    results.finished_at = datetime.now(UTC)
+    return results
+
+
+def _measure_sweep(config: BenchConfig) -> SweepResult:
+    from .sweep import measure_sweep
+
+    _log(
+        f"sweep: seeding {config.sweep_leases:,} leases in {config.sweep_groups} groups, "
+        f"{config.sweep_due_fraction:.0%} due"
+    )
+    return measure_sweep(
+        leases=config.sweep_leases,
+        due_fraction=config.sweep_due_fraction,
+        groups=config.sweep_groups,
+        limit=config.sweep_limit,
+        log=_log,
+    )
+
+
+def measure_sweep_only(config: BenchConfig, command: str) -> Results:
+    """Section 6 alone, on a freshly reset database."""
+    from django.core.management import call_command
+
+    from .facts import load_average, machine_facts
+    from .results import Results
+
+    results = Results(command=command, config=config, started_at=datetime.now(UTC))
+    results.load_before = load_average()
+    _log(f"resetting {config.database_url} and migrating")
+    reset_database(config.database_url)
+    call_command("migrate", verbosity=0)
+    results.facts = machine_facts(config.database_url)
+    results.sweep = _measure_sweep(config)
     results.load_after = load_average()
     results.finished_at = datetime.now(UTC)
     return results
@@ -168,17 +209,46 @@ def measure(config: BenchConfig, command: str) -> Results:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the wiring only")
+    parser.add_argument(
+        "--only",
+        choices=["sweep"],
+        help="measure this section alone and replace only it in the existing report",
+    )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="with --only sweep: measure nothing, render the section again from the figures "
+        "the last run saved (after editing benchmarks/sweep_interpretation.md)",
+    )
     args = parser.parse_args(argv)
     config = load_config(quick=args.quick)
     _setup_django(config)
 
-    from .report import render
+    from .report import render, splice_sweep
+    from .results import Results
 
+    config.output.parent.mkdir(parents=True, exist_ok=True)
+    raw = ROOT / "var" / "benchmarks"
+    if args.only == "sweep":
+        command = "python -m benchmarks.run --only sweep" + (" --quick" if args.quick else "")
+        saved = raw / ("sweep-quick.json" if args.quick else "sweep.json")
+        if args.render_only:
+            results = Results.load_sweep(saved, config)
+            config.output.write_text(splice_sweep(config.output.read_text(), results))
+            _log(f"rendered section 6 of {config.output} again from {saved}")
+            return 0
+        results = measure_sweep_only(config, command)
+        if config.output.exists():
+            config.output.write_text(splice_sweep(config.output.read_text(), results))
+        else:
+            config.output.write_text(render(results))
+        results.dump(saved)
+        _log(f"wrote section 6 of {config.output}")
+        return 0
     command = "python -m benchmarks.run --quick" if args.quick else "make bench"
     results = measure(config, command)
-    config.output.parent.mkdir(parents=True, exist_ok=True)
     config.output.write_text(render(results))
-    results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))
+    results.dump(raw / ("quick.json" if args.quick else "results.json"))
     _log(f"wrote {config.output}")
     return 0
 

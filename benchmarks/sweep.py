@@ -1,0 +1,452 @@
+"""The lease sweep at scale: one sweep over 100,000 leases of which 10 % are due, against one
+SQL ``UPDATE`` of the same rows on the same database.
+
+**Seed.** Each group gets a mission and one *template* WorkItem through the real write path
+(``work.authorize``, an urgent ``work.offer`` to two workers, ``work.accept_offer`` and
+``work.start`` by the first): its log, head and projection row are what the product writes.
+The other leases are projection rows *cloned* from each group's template — the pure aggregate
+with a new id, lease id and expiry, stored with the projection's own ``to_fields`` — and
+bulk-inserted with ``COPY``. Their history is not in the log (a rebuild would drop them); the
+sweep reads nothing but these rows and the group heads, so it meets exactly what 100,000 real
+leases would present. The report says so.
+
+**Sweep.** ``sweep_due(limit=…)`` is called until a call applies nothing, as beat would call
+it; every SQL statement is counted (and its wall time summed) by a
+``connection.execute_wrapper``, and the events appended are counted from the log.
+
+**Ceiling.** Before the sweep, the seeded table is copied twice (``CREATE TABLE … (LIKE
+work_workitem INCLUDING ALL)``: same rows, same indexes); on the first copy one ``UPDATE``
+sets the due rows' columns as the sweep leaves them, on the second the same ``UPDATE`` also
+rewrites each row's JSON document (as the sweep's projection update does). Each is one
+statement in one committed transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models.functions import Now
+
+from apps.ledger.models import Event
+from apps.ledger.write_path import Caller, submit_command
+from apps.registry import services
+from apps.work.models import WorkItem
+from apps.work.sweeps import SweepReport, sweep_due
+from missionweave.protocol.envelope import signed_envelope
+from missionweave.protocol.examples import example_contract
+from missionweave.protocol.signing import generate_private_key, public_key_text
+from missionweave.protocol.timefmt import format_timestamp
+from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
+from missionweave.protocol.workitems import WorkItem as WorkItemState
+
+from .world import BenchAgent, _open_session
+
+ORGANIZATION = "org-sweep"
+ADMIN = "sweep-admin"
+MISSION = "m-sweep"
+TEMPLATE = "wi-template"
+COPY_COLUMNS = (
+    "group_id",
+    "work_item_id",
+    "mission",
+    "state",
+    "owner",
+    "ownership_epoch",
+    "lease_holder",
+    "due_at",
+    "due_reason",
+    "data",
+)
+TWINS = ("bench_sweep_twin_columns", "bench_sweep_twin_document")
+SEED_NOTE = (
+    "one template WorkItem per group through the write path; the other leases are "
+    "projection rows cloned from it (new id, lease id, expiry) and inserted with COPY — "
+    "not in the log, which the sweep does not read"
+)
+
+
+@dataclass
+class SweepResult:
+    """One sweep benchmark: the seed, the sweep's time and statements, the ceilings."""
+
+    leases: int  # WorkItems holding an active lease when the sweep started
+    due: int  # of which due (lease expired by the database clock)
+    groups: int
+    limit: int  # sweep_due(limit=...)
+    seed_s: float
+    calls: int  # sweep_due calls, the last one finding nothing left to apply
+    applied: int
+    replayed: int
+    refused: int
+    events: int  # events appended by the sweep
+    sweep_s: float
+    sweep_cpu_s: float  # this process's CPU during the sweep
+    queries: int  # SQL statements executed (BEGIN/COMMIT are not statements here)
+    sql_s: float  # wall time inside those statements (driver + round trip + server)
+    commits: int  # transactions the sweep committed (one per group per call)
+    statements: dict[str, int] = field(default_factory=dict)  # by kind
+    statement_s: dict[str, float] = field(default_factory=dict)
+    ceiling_rows: int = 0
+    ceiling_s: float = 0.0  # UPDATE of the columns
+    ceiling_document_s: float = 0.0  # the same UPDATE also rewriting the JSON document
+    seed_note: str = SEED_NOTE
+    started_at: str = ""
+    load_before: str = ""
+    load_after: str = ""
+    git_revision: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """How many times longer the sweep takes than the one-statement ceiling."""
+        return self.sweep_s / self.ceiling_s if self.ceiling_s > 0 else float("nan")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "ratio": self.ratio}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepResult:
+        """Back from :meth:`as_dict` (the raw figures a run saved)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+
+# --- seed --------------------------------------------------------------------------------------
+
+
+def _basis() -> dict[str, Any]:
+    return {name: f"{name} checked" for name in SELECTION_BASIS_FIELDS}
+
+
+def _command(agent: BenchAgent, group: str, type_: str, body: dict[str, Any]) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    return signed_envelope(
+        agent.key,
+        {
+            "id": f"seed-{type_}-{group}-{time.perf_counter_ns()}",
+            "type": type_,
+            "group": group,
+            "actor": agent.principal,
+            "session_epoch": agent.session_epoch,
+            "membership_epoch": agent.membership_epochs[group],
+            "issued_at": format_timestamp(now),
+            "body": body,
+        },
+    )
+
+
+def _submit(agent: BenchAgent, group: str, type_: str, body: dict[str, Any]) -> dict[str, Any]:
+    outcome = submit_command(
+        group_id=group, document=_command(agent, group, type_, body), caller=agent.caller
+    )
+    return outcome.body["result"]
+
+
+def _register(agent_id: str, organization: str) -> BenchAgent:
+    key = generate_private_key()
+    card = {
+        "name": agent_id,
+        "version": "1",
+        "capabilities": [{"id": "bench.sweep", "version": "1"}],
+        "max_concurrency": 1000,
+    }
+    services.agent_register(
+        body={
+            "id": agent_id,
+            "organization": organization,
+            "public_key": public_key_text(key.public_key()),
+            "agent_card": card,
+        }
+    )
+    return BenchAgent(agent_id, key)
+
+
+def _world(groups: int, prefix: str) -> tuple[list[str], BenchAgent, list[BenchAgent]]:
+    """Groups with a coordinator and two workers, through the services."""
+    organization = f"{ORGANIZATION}-{prefix}"
+    services.organization_create(body={"id": organization, "name": "Sweep benchmark"})
+    services.api_token_create(username=ADMIN, staff=True, label="sweep benchmark")
+    admin = Caller(principal=f"user:{ADMIN}", kind="user", is_staff=True)
+    group_ids = [f"{prefix}-g{index:02d}" for index in range(groups)]
+    for gid in group_ids:
+        services.group_create(body={"id": gid, "organization": organization, "name": gid})
+    coordinator = _register(f"{prefix}-coord", organization)
+    workers = [_register(f"{prefix}-w{n}", organization) for n in range(2)]
+    for agent, role in ((coordinator, "coordinator"), *((w, "worker") for w in workers)):
+        for gid in group_ids:
+            outcome = services.membership_grant(
+                group_id=gid, admin=admin, body={"principal": agent.principal, "roles": [role]}
+            )
+            agent.membership_epochs[gid] = outcome.body["result"]["epoch"]
+        _open_session(agent)
+    return group_ids, coordinator, workers
+
+
+def _template(group: str, coordinator: BenchAgent, workers: list[BenchAgent]) -> WorkItemState:
+    """One WorkItem started under a lease, through the write path; its aggregate."""
+    first, second = workers
+    expires = format_timestamp(datetime.now(UTC) + timedelta(hours=2))
+    _submit(
+        coordinator,
+        group,
+        "mission.create",
+        {"mission": MISSION, "goal": "Sweep benchmark", "budgets": {"money": 5.0}},
+    )
+    contract = example_contract(deadline="2099-01-01T00:00:00Z")
+    contract["acceptance_criteria"] = contract["acceptance_criteria"][:1]
+    _submit(
+        coordinator,
+        group,
+        "work.authorize",
+        {"work_item": TEMPLATE, "mission": MISSION, "contract": contract, "depends_on": []},
+    )
+    offers = [
+        {"offer": "o-first", "worker": first.principal, "expires_at": expires},
+        {"offer": "o-second", "worker": second.principal, "expires_at": expires},
+    ]
+    _submit(
+        coordinator,
+        group,
+        "work.offer",
+        {"work_item": TEMPLATE, "offers": offers, "mode": "urgent", "selection_basis": _basis()},
+    )
+    accept = {"work_item": TEMPLATE, "offer": "o-first", "contract_revision": 1}
+    _submit(first, group, "work.accept_offer", accept)
+    start = {"work_item": TEMPLATE, "ownership_epoch": 1, "lease_ttl_s": 3600}
+    _submit(first, group, "work.start", start)
+    return WorkItem.objects.get(group_id=group, work_item_id=TEMPLATE).to_state()
+
+
+def _clone(template: WorkItemState, n: int, expires_at: datetime) -> WorkItemState:
+    assert template.lease is not None
+    item_id = f"wi-{n:06d}"
+    lease = replace(
+        template.lease, lease_id=f"lease_seed{n:06d}", expires_at=format_timestamp(expires_at)
+    )
+    return replace(template, id=item_id, lease=lease)
+
+
+def _copy_rows(rows: list[tuple[Any, ...]]) -> None:
+    columns = ", ".join(COPY_COLUMNS)
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's own cursor: COPY is not in Django's cursor API
+        with raw.copy(f"COPY work_workitem ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def seed(
+    *, leases: int, due_fraction: float, groups: int, prefix: str = "sweep"
+) -> tuple[list[str], int]:
+    """``leases`` active leases (a multiple of ``groups``) spread evenly over the groups, in
+    each group ``due_fraction`` of them expired by the database clock (up to ten minutes ago,
+    so the sweep's oldest-first order interleaves the groups); returns the groups and how
+    many are due."""
+    group_ids, coordinator, workers = _world(groups, prefix)
+    templates = {group: _template(group, coordinator, workers) for group in group_ids}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        now: datetime = cursor.fetchone()[0]
+    every = round(1 / due_fraction) if due_fraction > 0 else 0
+    to_fields = WorkItem.projection.to_fields
+    due = 0
+    batch: list[tuple[Any, ...]] = []
+    per_group = leases // groups  # each group's template is one of its leases (not due)
+    with transaction.atomic():
+        for k in range(per_group - 1):
+            for index, group in enumerate(group_ids):
+                n = k * groups + index
+                if every and k % every == 0:
+                    expires = now - timedelta(seconds=1 + n % 600)  # expired up to 10 min ago
+                    due += 1
+                else:
+                    expires = now + timedelta(hours=1, seconds=n % 3600)
+                state = _clone(templates[group], n, expires)
+                fields = to_fields(state)
+                batch.append(
+                    (
+                        group,
+                        state.id,
+                        fields["mission"],
+                        fields["state"],
+                        fields["owner"],
+                        fields["ownership_epoch"],
+                        fields["lease_holder"],
+                        fields["due_at"],
+                        fields["due_reason"],
+                        json.dumps(fields["data"]),
+                    )
+                )
+                if len(batch) >= 5000:
+                    _copy_rows(batch)
+                    batch = []
+        _copy_rows(batch)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE work_workitem")
+    return group_ids, due
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+
+def statement_kind(sql: str) -> str:
+    """A statement's verb and table, e.g. ``SELECT ledger_commandrecord``."""
+    words = sql.replace('"', "").split()
+    if not words:
+        return "?"
+    verb = words[0].upper()
+    if verb in ("SAVEPOINT", "RELEASE", "ROLLBACK"):
+        return f"{verb} (savepoint)" if verb != "RELEASE" else "RELEASE SAVEPOINT"
+    upper = [word.upper() for word in words]
+    for keyword in ("FROM", "INTO", "UPDATE"):
+        if keyword in upper:
+            index = upper.index(keyword)
+            if index + 1 < len(words):
+                table = words[index + 1].split(".")[0].strip("(")
+                suffix = " FOR UPDATE" if "FOR" in upper[-3:] else ""
+                return f"{verb} {table}{suffix}"
+    return verb
+
+
+@dataclass
+class StatementCounter:
+    """A ``connection.execute_wrapper``: counts statements by kind and times them."""
+
+    count: Counter[str] = field(default_factory=Counter)
+    seconds: Counter[str] = field(default_factory=Counter)
+
+    def __call__(
+        self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        kind = statement_kind(sql)
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seconds[kind] += time.perf_counter() - started
+            self.count[kind] += 1
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+def _copy_twins() -> None:
+    with connection.cursor() as cursor:
+        for twin in TWINS:
+            cursor.execute(f"DROP TABLE IF EXISTS {twin}")
+            cursor.execute(f"CREATE TABLE {twin} (LIKE work_workitem INCLUDING ALL)")
+            cursor.execute(f"INSERT INTO {twin} SELECT * FROM work_workitem")
+            cursor.execute(f"ANALYZE {twin}")
+
+
+def _timed_update(sql: str) -> tuple[int, float]:
+    """Run one statement in its own committed transaction; (rows, seconds)."""
+    started = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql)
+        rows = cursor.rowcount
+    return rows, time.perf_counter() - started
+
+
+def measure_ceilings() -> tuple[int, float, float]:
+    """One UPDATE of the due rows on each twin: the columns only, then with the document."""
+    set_columns = "state = 'offered', owner = '', lease_holder = '', due_at = NULL, due_reason = ''"
+    rows, columns_s = _timed_update(f"UPDATE {TWINS[0]} SET {set_columns} WHERE due_at <= now()")
+    document = "data = jsonb_set(jsonb_set(data, '{state}', '\"offered\"'), '{owner}', 'null')"
+    rows_doc, document_s = _timed_update(
+        f"UPDATE {TWINS[1]} SET {set_columns}, {document} WHERE due_at <= now()"
+    )
+    assert rows == rows_doc, (rows, rows_doc)
+    with connection.cursor() as cursor:
+        for twin in TWINS:
+            cursor.execute(f"DROP TABLE {twin}")
+    return rows, columns_s, document_s
+
+
+def run_sweep(limit: int) -> tuple[list[SweepReport], StatementCounter, float, float]:
+    """``sweep_due`` until a call applies nothing; the reports, statements, wall and CPU s."""
+    counter = StatementCounter()
+    reports: list[SweepReport] = []
+    with connection.execute_wrapper(counter):
+        wall, cpu = time.perf_counter(), time.process_time()
+        while True:
+            report = sweep_due(limit=limit)
+            reports.append(report)
+            if report.applied == 0:
+                break
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return reports, counter, wall, cpu
+
+
+def measure_sweep(
+    *,
+    leases: int,
+    due_fraction: float,
+    groups: int,
+    limit: int,
+    prefix: str = "sweep",
+    log: Callable[[str], None] = lambda message: None,
+) -> SweepResult:
+    """Seed, copy the twins, run the ceilings, then the sweep: one :class:`SweepResult`."""
+    from .facts import _git_revision
+
+    started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_before = _load()
+    mark = time.perf_counter()
+    group_ids, due = seed(leases=leases, due_fraction=due_fraction, groups=groups, prefix=prefix)
+    seed_s = time.perf_counter() - mark
+    active = WorkItem.objects.filter(group_id__in=group_ids, state="active").count()
+    due_now = WorkItem.objects.filter(group_id__in=group_ids, due_at__lte=Now())
+    assert due_now.count() == due, (due_now.count(), due)
+    log(f"sweep seed: {active} leases ({due} due) in {groups} groups, {seed_s:.1f} s")
+
+    _copy_twins()
+    ceiling_rows, ceiling_s, ceiling_document_s = measure_ceilings()
+    log(
+        f"sweep ceiling: UPDATE of {ceiling_rows} rows {ceiling_s * 1000:.0f} ms "
+        f"({ceiling_document_s * 1000:.0f} ms rewriting the document)"
+    )
+
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT")  # the copies' dirty pages are not the sweep's to write
+    events_before = Event.objects.filter(group_id__in=group_ids).count()
+    reports, counter, sweep_s, cpu_s = run_sweep(limit)
+    events = Event.objects.filter(group_id__in=group_ids).count() - events_before
+    applied = sum(r.applied for r in reports)
+    log(f"sweep: {applied} reassigned in {sweep_s:.1f} s, {sum(counter.count.values())} queries")
+    return SweepResult(
+        leases=active,
+        due=due,
+        groups=groups,
+        limit=limit,
+        seed_s=seed_s,
+        calls=len(reports),
+        applied=applied,
+        replayed=sum(r.replayed for r in reports),
+        refused=sum(r.refused for r in reports),
+        events=events,
+        sweep_s=sweep_s,
+        sweep_cpu_s=cpu_s,
+        queries=sum(counter.count.values()),
+        sql_s=sum(counter.seconds.values()),
+        commits=sum(r.groups for r in reports),
+        statements=dict(counter.count.most_common()),
+        statement_s={kind: counter.seconds[kind] for kind, _ in counter.count.most_common()},
+        ceiling_rows=ceiling_rows,
+        ceiling_s=ceiling_s,
+        ceiling_document_s=ceiling_document_s,
+        started_at=started_at,
+        load_before=load_before,
+        load_after=_load(),
+        git_revision=_git_revision(),
+    )

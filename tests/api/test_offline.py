@@ -163,7 +163,8 @@ def test_a_buffered_message_is_posted_after_reconnecting(wire: Wire, ww: WorkWor
 def test_an_item_budget_overflow_refuses_charge_and_progress(
     wire: Wire, ww: WorkWorld, usage: dict[str, Any], kind: str
 ) -> None:
-    """R11.5-13: 409 BUDGET_EXCEEDED, nothing appended, nothing charged."""
+    """R11.5-11, R11.5-13: the charge and the command are one transaction, so an overflow is 409
+    BUDGET_EXCEEDED with nothing appended and nothing charged."""
     lease_id = start(wire, ww, "wi-over")
     bound = binding_of(wire, ww.w2, "wi-over", usage)
     reconnect(ww.w2)

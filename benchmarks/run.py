@@ -117,17 +117,12 @@ def _measure_cell(
     _log(f"{line} (load {results.loads[f'{groups}/{clients}']:.1f})")
 
 
-def measure(config: BenchConfig, command: str) -> Results:
-    """Run every section; return the :class:`~benchmarks.results.Results`."""
+def _fresh_results(config: BenchConfig, command: str) -> Results:
+    """Results of a new run on a freshly reset and migrated bench database."""
     from django.core.management import call_command
 
-    from . import ceilings
-    from .breakdown import measure_breakdown
     from .facts import load_average, machine_facts
-    from .http_load import measure_http_batch
     from .results import Results
-    from .servers import describe_pool, running_servers
-    from .world import build_world
 
     results = Results(command=command, config=config, started_at=datetime.now(UTC))
     results.load_before = load_average()
@@ -135,6 +130,20 @@ def measure(config: BenchConfig, command: str) -> Results:
     reset_database(config.database_url)
     call_command("migrate", verbosity=0)
     results.facts = machine_facts(config.database_url)
+    return results
+
+
+def measure(config: BenchConfig, command: str) -> Results:
+    """Run every section; return the :class:`~benchmarks.results.Results`."""
+
+    from . import ceilings
+    from .breakdown import measure_breakdown
+    from .facts import load_average
+    from .http_load import measure_http_batch
+    from .servers import describe_pool, running_servers
+    from .world import build_world
+
+    results = _fresh_results(config, command)
     results.facts["server_db_pool"] = describe_pool(config, pool=True)
     world = build_world(groups=config.max_groups, agents=config.max_clients)
     _log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
@@ -189,17 +198,10 @@ def _measure_sweep(config: BenchConfig) -> SweepResult:
 
 def measure_sweep_only(config: BenchConfig, command: str) -> Results:
     """Section 6 alone, on a freshly reset database."""
-    from django.core.management import call_command
 
-    from .facts import load_average, machine_facts
-    from .results import Results
+    from .facts import load_average
 
-    results = Results(command=command, config=config, started_at=datetime.now(UTC))
-    results.load_before = load_average()
-    _log(f"resetting {config.database_url} and migrating")
-    reset_database(config.database_url)
-    call_command("migrate", verbosity=0)
-    results.facts = machine_facts(config.database_url)
+    results = _fresh_results(config, command)
     results.sweep = _measure_sweep(config)
     results.load_after = load_average()
     results.finished_at = datetime.now(UTC)

@@ -26,7 +26,6 @@ from .http import error_of, get, json_of, post
 from .work_http import (
     Wire,
     WorkWorld,
-    build_work_world,
     checkpoint_body,
     contract,
     owned,
@@ -36,16 +35,6 @@ pytestmark = pytest.mark.django_db
 
 CHECK = "/capabilities:check"
 WIDE = {"tools": ["search", "fetch"], "data": ["incidents", "hr"], "operations": ["read", "write"]}
-
-
-@pytest.fixture
-def ww(db: None) -> WorkWorld:
-    return build_work_world()
-
-
-@pytest.fixture
-def wire(api: APIClient, ww: WorkWorld) -> Wire:
-    return Wire(api, ww.group, ww.olga)
 
 
 def start(wire: Wire, ww: WorkWorld, work_item: str, **body: Any) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from .http import json_of
 from .work_http import (
     Wire,
     WorkWorld,
-    build_work_world,
     checkpoint_body,
     contract,
     owned,
@@ -37,16 +36,6 @@ from .work_http import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ww(db: None) -> WorkWorld:
-    return build_work_world()
-
-
-@pytest.fixture
-def wire(api: APIClient, ww: WorkWorld) -> Wire:
-    return Wire(api, ww.group, ww.olga)
 
 
 def start(wire: Wire, ww: WorkWorld, item: str, *, ttl: int | None = None, **extra: Any) -> str:

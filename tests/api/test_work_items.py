@@ -22,7 +22,6 @@ from .work_http import (
     authorize_body,
     authorized,
     basis,
-    build_work_world,
     checkpoint_body,
     contract,
     evidence,
@@ -38,16 +37,6 @@ from .work_http import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def ww(db: None) -> WorkWorld:
-    return build_work_world()
-
-
-@pytest.fixture
-def wire(api: APIClient, ww: WorkWorld) -> Wire:
-    return Wire(api, ww.group, ww.olga)
 
 
 def _is_number(value: object) -> bool:

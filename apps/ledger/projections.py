@@ -38,6 +38,36 @@ def projection_kinds() -> Mapping[str, ModelProjection]:
     return _PROJECTIONS
 
 
+#: no integer a client sends exceeds this (the strict parser refuses it, wire.md §1)
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def _as_sent(value: Any) -> Any:
+    """``value`` with PostgreSQL's rewriting of large doubles undone.
+
+    jsonb stores numbers as ``numeric`` and writes them back without an exponent: a double
+    the strict parser accepted, say ``1e21`` in a selection basis or a contract, comes back as
+    the integer ``1000000000000000000000``, which RFC 8785 refuses to canonicalise. An event
+    that copies it from the projection (the re-offer of ``work.reassign`` copies the selection
+    basis, R11.5-01) could then never be hashed, and the item would be stuck. No client
+    integer is that large, so such an integer was a double, and becomes one again exactly.
+    """
+    if isinstance(value, dict):
+        return {key: _as_sent(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_sent(item) for item in value]
+    if type(value) is int and abs(value) > _MAX_SAFE_INTEGER:
+        return float(value)
+    return value
+
+
+def _state_of(projection: ModelProjection, row: models.Model) -> Any:
+    for field in row._meta.concrete_fields:
+        if isinstance(field, models.JSONField):
+            setattr(row, field.attname, _as_sent(getattr(row, field.attname)))
+    return projection.to_state(row)
+
+
 def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
     """The aggregates at ``keys`` (``None`` where none exists): one query per kind."""
     by_kind: dict[str, set[str]] = defaultdict(set)
@@ -49,7 +79,7 @@ def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
         rows = projection.model.objects.filter(
             group_id=group_id, **{f"{projection.id_field}__in": idents}
         )
-        found = {getattr(row, projection.id_field): projection.to_state(row) for row in rows}
+        found = {getattr(row, projection.id_field): _state_of(projection, row) for row in rows}
         for ident in idents:
             view[(kind, ident)] = found.get(ident)
     return view
@@ -105,5 +135,5 @@ def load_all(group_id: str) -> dict[StateKey, Any]:
     state: dict[StateKey, Any] = {}
     for kind, projection in _PROJECTIONS.items():
         for row in projection.model.objects.filter(group_id=group_id).iterator(chunk_size=2000):
-            state[(kind, getattr(row, projection.id_field))] = projection.to_state(row)
+            state[(kind, getattr(row, projection.id_field))] = _state_of(projection, row)
     return state

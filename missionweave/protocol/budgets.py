@@ -20,6 +20,11 @@ from .facts import StateKey, View
 
 #: deepest same-group mission chain a charge follows (a guard against a corrupt cycle)
 MAX_ANCESTRY = 64
+#: the most any ``used`` may count, in a limited dimension or an unlimited one (R11.5-13):
+#: past 2**53-1 a JSON number is no longer exact (wire.md §1), PostgreSQL's jsonb writes such a
+#: double back as an integer that RFC 8785 refuses, and repeated charges of huge doubles reach
+#: infinity, which no JSON can hold. A charge that would pass it is refused like any overflow.
+MAX_USED = 2**53 - 1
 
 
 class Budgeted(Protocol):
@@ -87,11 +92,12 @@ def check_charge(holders: list[tuple[str, Budgeted]], usage: Mapping[str, Any]) 
         for dimension, amount in usage.items():
             if not amount:
                 continue
+            # a dimension left out is unlimited (wire.md §10) up to what can be counted
             limit = holder.limits.get(dimension)
-            if limit is None:
-                continue  # a dimension left out is unlimited (wire.md §10)
+            if limit is None or limit > MAX_USED:
+                limit = MAX_USED
             used = holder.used.get(dimension, 0)
-            if used + amount > limit:
+            if not used + amount <= limit:  # also refuses a sum that overflowed to infinity
                 raise ProtocolError(
                     ErrorCode.BUDGET_EXCEEDED,
                     f"{dimension}: {used} used + {amount} would exceed the {kind} "

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-USERNAME_PATTERN = re.compile(r"^[\w.@+-]{1,150}$", re.ASCII)
+# ``\Z``, not ``$``: ``$`` also matches before a trailing newline, so "m-1\n" would pass as an id
+ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
+USERNAME_PATTERN = re.compile(r"^[\w.@+-]{1,150}\Z", re.ASCII)
 AUTHORITY = "authority"
 
 ROLES = ("admin", "mission_owner", "coordinator", "worker", "reviewer", "observer")

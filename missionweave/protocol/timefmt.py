@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-_RFC3339_Z = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$")
+# ASCII digits only (``\d`` alone takes "٢٠٢٦" too) and ``\Z`` (``$`` lets a trailing newline in)
+_RFC3339_Z = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z\Z", re.ASCII
+)
 
 
 def parse_timestamp(text: object) -> datetime:
@@ -27,4 +30,7 @@ def format_timestamp(moment: datetime) -> str:
 
     A fixed form matters: ``recorded_at`` is inside every event hash.
     """
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    moment = moment.astimezone(UTC)
+    # the year by hand: strftime's %Y drops the zero padding below 1000 ("1-01-01T…"), which
+    # the parser above (four digits) would then refuse to read back
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.%fZ")

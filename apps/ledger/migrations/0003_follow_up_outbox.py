@@ -4,26 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ledger', '0002_events_are_immutable'),
+        ("ledger", "0002_events_are_immutable"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PendingFollowUp',
+            name="PendingFollowUp",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source_group', models.CharField(max_length=128)),
-                ('source_command', models.CharField(max_length=128)),
-                ('target_group', models.CharField(max_length=128)),
-                ('follow_up', models.JSONField()),
-                ('created_at', models.DateTimeField()),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('last_error', models.TextField(blank=True, default='')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("source_group", models.CharField(max_length=128)),
+                ("source_command", models.CharField(max_length=128)),
+                ("target_group", models.CharField(max_length=128)),
+                ("follow_up", models.JSONField()),
+                ("created_at", models.DateTimeField()),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("last_error", models.TextField(blank=True, default="")),
             ],
             options={
-                'indexes': [models.Index(fields=['created_at'], name='ledger_pend_created_0cc5e6_idx')],
+                "indexes": [
+                    models.Index(fields=["created_at"], name="ledger_pend_created_0cc5e6_idx")
+                ],
             },
         ),
     ]

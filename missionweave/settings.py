@@ -211,6 +211,10 @@ MWP_STREAM_ALLOWED_ORIGINS = _list("MWP_STREAM_ALLOWED_ORIGINS", ",".join(CSRF_T
 # a lost or duplicated sweep is repaired by the next one, and a second beat is harmless.
 # ``missionweave/celery.py`` reads every ``CELERY_*`` name below (namespace "CELERY").
 MWP_SWEEP_INTERVAL_S = float(os.environ.get("MWP_SWEEP_INTERVAL_S", "5.0"))
+# Signed snapshots (wire.md §7, R16-10): beat looks every MWP_SNAPSHOT_INTERVAL_S seconds and
+# snapshots only groups with MWP_SNAPSHOT_EVERY_EVENTS new events since their last one.
+MWP_SNAPSHOT_INTERVAL_S = float(os.environ.get("MWP_SNAPSHOT_INTERVAL_S", "3600"))
+MWP_SNAPSHOT_EVERY_EVENTS = int(os.environ.get("MWP_SNAPSHOT_EVERY_EVENTS", "1000"))
 
 
 def _celery_broker() -> tuple[str, dict]:
@@ -283,6 +287,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.ledger.tasks.resend_follow_ups",
         "schedule": max(MWP_SWEEP_INTERVAL_S, 15.0),
         "options": {"expires": 60.0},
+    },
+    # Signed snapshots of busy groups (apps/ledger/snapshots.py); a late run is superseded.
+    "snapshot-groups": {
+        "task": "apps.ledger.tasks.snapshot_groups",
+        "schedule": MWP_SNAPSHOT_INTERVAL_S,
+        "options": {"expires": max(60.0, MWP_SNAPSHOT_INTERVAL_S)},
     },
 }
 # --- end Celery --------------------------------------------------------------------------

@@ -122,6 +122,28 @@ class HeadSerializer(serializers.Serializer):
     signature = serializers.CharField()
 
 
+class EmptyBodySerializer(serializers.Serializer):
+    """The JSON body ``{}``."""
+
+
+class SnapshotCreatedSerializer(serializers.Serializer):
+    sequence = serializers.IntegerField()
+    digest = serializers.CharField()
+    url = serializers.CharField()
+
+
+class SnapshotSerializer(serializers.Serializer):
+    """wire.md §7: ``projections`` is ``{kind: {id: aggregate}}`` after event ``sequence``."""
+
+    group = serializers.CharField()
+    sequence = serializers.IntegerField()
+    event_hash = serializers.CharField()
+    projections = serializers.DictField(child=serializers.DictField())
+    created_at = serializers.CharField()
+    authority = serializers.CharField()
+    signature = serializers.CharField()
+
+
 class BudgetsSerializer(serializers.Serializer):
     limits = serializers.DictField(child=serializers.FloatField())
     used = serializers.DictField(child=serializers.FloatField())
@@ -264,6 +286,21 @@ class MembershipSerializer(serializers.Serializer):
 class MembershipRevokedSerializer(serializers.Serializer):
     principal = serializers.CharField()
     epoch = serializers.IntegerField()
+
+
+class CursorLagSerializer(serializers.Serializer):
+    principal = serializers.CharField()
+    sequence = serializers.IntegerField()
+    lag = serializers.IntegerField(help_text="the group's head minus this cursor")
+    updated_at = serializers.DateTimeField()
+
+
+class GroupCursorsSerializer(serializers.Serializer):
+    """wire.md §7 ACK cursors of a group, for admins: who is behind, by how much (R16-06)."""
+
+    group = serializers.CharField()
+    head = serializers.IntegerField()
+    cursors = CursorLagSerializer(many=True)
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:

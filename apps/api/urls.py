@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from .converters import PrincipalConverter, WireIdConverter
-from .views import admin, capabilities, groups, public
+from .views import admin, capabilities, groups, public, snapshots
 
 register_converter(WireIdConverter, "wid")
 register_converter(PrincipalConverter, "principal")
@@ -27,6 +27,7 @@ urlpatterns = [
         "groups/<wid:group>/commands:batch", groups.CommandBatchApi.as_view(), name="commands-batch"
     ),
     path("groups/<wid:group>/events", groups.EventListApi.as_view(), name="events"),
+    path("groups/<wid:group>/cursors", admin.GroupCursorsApi.as_view(), name="cursors"),
     path("groups/<wid:group>/head", groups.HeadApi.as_view(), name="head"),
     path(
         "groups/<wid:group>/missions/<wid:mission>",
@@ -43,6 +44,12 @@ urlpatterns = [
         "groups/<wid:group>/memberships/<principal:principal>",
         admin.MembershipRevokeApi.as_view(),
         name="membership",
+    ),
+    path("groups/<wid:group>/snapshots", snapshots.SnapshotCreateApi.as_view(), name="snapshots"),
+    path(
+        "groups/<wid:group>/snapshots/<int:sequence>",
+        snapshots.SnapshotDetailApi.as_view(),
+        name="snapshot",
     ),
     path("schema", public.SchemaApi.as_view(), name="schema"),
 ]

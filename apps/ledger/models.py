@@ -98,3 +98,25 @@ class PendingFollowUp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_group}:{self.source_command} → {self.target_group}"
+
+
+class Snapshot(models.Model):
+    """A signed snapshot of a group's projections after event ``sequence`` (wire.md §7).
+
+    ``document`` is the canonical JSON exactly as signed and served (R16-10, R16-11), so
+    ``GET /snapshots/{sequence}`` answers it byte for byte.
+    """
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="snapshots")
+    sequence = models.PositiveBigIntegerField()
+    digest = models.CharField(max_length=71)
+    document = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["group", "sequence"], name="one_snapshot_per_sequence")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}@{self.sequence} {self.digest}"

@@ -23,6 +23,7 @@ from apps.ledger.broadcast import group_channel
 from apps.ledger.models import GroupLog
 from apps.ledger.write_path import Caller
 from apps.registry.services import membership_of
+from apps.stream import cursors as ack_cursors
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -51,6 +52,11 @@ def _read(group_id: str, principal: str, after: int) -> tuple[bool, list[str]]:
     return True, page.documents
 
 
+@database_sync_to_async
+def _acknowledge(principal: str, cursors: dict[str, int]) -> ack_cursors.AckOutcome:
+    return ack_cursors.acknowledge(principal, cursors)
+
+
 class StreamConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.caller: Caller | None = self.scope.get("mwp_caller")
@@ -76,6 +82,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 raise ProtocolError(ErrorCode.MALFORMED, "a frame is an object with an op")
             if frame["op"] == "SUBSCRIBE":
                 await self._subscribe(frame)
+            elif frame["op"] == "ACK":
+                await self._ack(frame)
             else:
                 raise ProtocolError(ErrorCode.MALFORMED, f"unknown op {frame['op']!r}")
         except ProtocolError as error:
@@ -96,6 +104,17 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.locks.setdefault(group_id, asyncio.Lock())
         await self.channel_layer.group_add(group_channel(group_id), self.channel_name)
         await self._pump(group_id)
+
+    async def _ack(self, frame: dict[str, Any]) -> None:
+        """wire§7, R16-07: store the principal's durable cursors; one ERROR per refused group
+        (NOT_A_MEMBER, ACK_BEYOND_HEAD), then ACKED with the stored value of the others."""
+        assert self.caller is not None
+        cursors = ack_cursors.parse_ack(frame)
+        outcome = await _acknowledge(self.caller.principal, cursors)
+        for group_id, error in outcome.refused:
+            await self._error(error.code.value, error.message, group_id)
+        if outcome.stored:
+            await self.send(text_data=json.dumps({"op": "ACKED", "cursors": outcome.stored}))
 
     async def group_head(self, message: dict[str, Any]) -> None:
         """A hint from the write path: read the log of that group."""

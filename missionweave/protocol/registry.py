@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import capabilities, memberships, missions, offline
+from . import capabilities, memberships, missions, offline, snapshots
 from .facts import Command, Decision, StateKey, View
 from .work import checks, execution, leases, offers, planning, review
 
@@ -217,6 +217,16 @@ _SPECS = (
         memberships.validate_revoke,
         memberships.keys_of_principal,
         memberships.decide_revoke,
+        staff_only=True,
+    ),
+    # Staff-only from the admin endpoint (actor: the admin); the periodic Celery task submits
+    # it as the authority (wire.md §6 "by the authority").
+    _spec(
+        snapshots.CREATE,
+        frozenset(),
+        snapshots.validate_create,
+        snapshots.keys_of_create,
+        snapshots.decide_create,
         staff_only=True,
     ),
     _spec(

@@ -7,7 +7,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.ledger import selectors
 from apps.registry import services
+from apps.stream.cursors import group_cursors
+from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.validation import malformed
 
 from .. import schema
@@ -94,3 +97,32 @@ class MembershipRevokeApi(APIView):
         admin = require_staff(request)
         outcome = services.membership_revoke(group_id=group, admin=admin, principal=principal)
         return Response(outcome.body["result"], status=outcome.status)
+
+
+class GroupCursorsApi(APIView):
+    """Read-only view of the ACK cursors (wire.md §7, R16-06, R16-08): staff only."""
+
+    @extend_schema(
+        parameters=[schema.GROUP],
+        responses={200: schema.GroupCursorsSerializer, **schema.errors(401, 403, 404)},
+        summary="The group's ACK cursors and how far each is behind the head",
+    )
+    def get(self, request: Request, group: str) -> Response:
+        require_staff(request)
+        selectors.group_log(group)
+        head, cursors = group_cursors(group)
+        return Response(
+            {
+                "group": group,
+                "head": head,
+                "cursors": [
+                    {
+                        "principal": row.principal,
+                        "sequence": row.sequence,
+                        "lag": row.lag,
+                        "updated_at": format_timestamp(row.updated_at),
+                    }
+                    for row in cursors
+                ],
+            }
+        )

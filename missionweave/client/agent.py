@@ -1,0 +1,282 @@
+"""``AgentClient``: sessions and signed commands over the REST API (wire.md §3, §4, §5).
+
+The client owns what an agent must get right to be safe on a flaky network:
+
+* one command id per logical command, kept across retries, so a retry after a lost answer is
+  the *same* command (wire.md §3 step 5): the authority answers it from its idempotency
+  record with ``Idempotent-Replayed: true`` and appends nothing. Each attempt is re-signed
+  with a fresh ``issued_at`` and the current epochs, which are not part of the content.
+* network errors and 5xx answers are retried with exponential backoff; a 4xx is a refusal
+  and raises ``ApiError`` at once (resending cannot change it).
+* a 401 ``STALE_SESSION`` (another process opened a newer session for this agent, R11.3-10)
+  reopens the session and resends; a 403 ``STALE_MEMBERSHIP`` re-reads the memberships and
+  resends once, signed with the new membership epoch.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.envelope import signed_envelope
+from missionweave.protocol.signing import sign
+from missionweave.protocol.timefmt import format_timestamp
+
+from .errors import ApiError, Unavailable
+
+API_PREFIX = "/api/v1"
+
+
+@dataclass(frozen=True)
+class Membership:
+    roles: tuple[str, ...]
+    epoch: int
+
+
+@dataclass
+class Session:
+    """What ``POST /sessions`` answered (wire.md §5), memberships refreshed since."""
+
+    session_id: str
+    epoch: int
+    token: str
+    expires_at: str
+    memberships: dict[str, Membership] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """A 201/202 answer to a command. ``replayed`` is true when the authority answered from
+    its idempotency record (wire.md §3 step 5): the command had already been accepted."""
+
+    command_id: str
+    status: int
+    body: dict[str, Any]
+    replayed: bool
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return list(self.body.get("events", []))
+
+
+def _memberships(document: object) -> dict[str, Membership]:
+    if not isinstance(document, dict):
+        return {}
+    return {
+        group: Membership(tuple(info.get("roles", ())), int(info["epoch"]))
+        for group, info in document.items()
+        if isinstance(info, dict) and isinstance(info.get("epoch"), int)
+    }
+
+
+class AgentClient:
+    """An agent's connection to one Group Authority.
+
+    ``transport`` is any ``httpx.BaseTransport`` (tests wrap the real one to lose answers or
+    tamper with events); ``sleep`` is injectable so backoff costs nothing in tests.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        agent_id: str,
+        private_key: Ed25519PrivateKey,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout_s: float = 10.0,
+        max_attempts: int = 6,
+        backoff_s: float = 0.1,
+        max_backoff_s: float = 5.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.agent_id = agent_id
+        self.principal = f"agent:{agent_id}"
+        self._key = private_key
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + API_PREFIX, transport=transport, timeout=timeout_s
+        )
+        self._max_attempts = max(1, max_attempts)
+        self._backoff_s = backoff_s
+        self._max_backoff_s = max_backoff_s
+        self._sleep = sleep
+        self.session: Session | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- sessions (wire.md §5) ----------------------------------------------------------------
+
+    def open_session(self) -> Session:
+        """Open a new session: a signed body with a fresh nonce (``REPLAYED_NONCE`` otherwise).
+
+        Opening raises this agent's session epoch and revokes its active leases (R11.3-10);
+        any earlier token of this agent answers ``STALE_SESSION`` from now on.
+        """
+
+        def attempt() -> httpx.Response:
+            body = {
+                "agent": self.agent_id,
+                "issued_at": format_timestamp(datetime.now(UTC)),
+                "nonce": secrets.token_urlsafe(24),
+            }
+            signed = {**body, "signature": sign(self._key, canonical_bytes(body))}
+            return self._http.post("/sessions", json=signed)
+
+        response = self._retrying(attempt)
+        document = self._ok(response)
+        self.session = Session(
+            session_id=str(document["session_id"]),
+            epoch=int(document["session_epoch"]),
+            token=str(document["token"]),
+            expires_at=str(document.get("expires_at", "")),
+            memberships=_memberships(document.get("memberships")),
+        )
+        return self.session
+
+    def refresh_memberships(self) -> dict[str, Membership]:
+        """Re-read ``GET /sessions/current``: the membership epochs commands must carry."""
+        document = self.get_json("/sessions/current")
+        session = self._require_session()
+        session.memberships = _memberships(document.get("memberships"))
+        return session.memberships
+
+    # -- commands (wire.md §3) ----------------------------------------------------------------
+
+    def submit(
+        self,
+        group: str,
+        type_: str,
+        body: dict[str, Any],
+        command_id: str | None = None,
+        *,
+        extensions: dict[str, Any] | None = None,
+    ) -> CommandResult:
+        """Sign and send one command; retry it under the SAME id until it is answered.
+
+        Raises ``ApiError`` for a refusal (4xx) and ``Unavailable`` when every attempt failed.
+        """
+        command_id = command_id or f"cmd-{uuid.uuid4().hex}"
+        refreshed_membership = False
+
+        def attempt() -> httpx.Response:
+            session = self._require_session()
+            membership = session.memberships.get(group)
+            document: dict[str, Any] = {
+                "id": command_id,
+                "type": type_,
+                "group": group,
+                "actor": self.principal,
+                "session_epoch": session.epoch,
+                # a group we do not know yet: the authority answers NOT_A_MEMBER
+                "membership_epoch": membership.epoch if membership else 0,
+                "issued_at": format_timestamp(datetime.now(UTC)),
+                "body": body,
+            }
+            if extensions:
+                document["extensions"] = extensions
+            return self._http.post(
+                f"/groups/{group}/commands",
+                json=signed_envelope(self._key, document),
+                headers=self._auth(),
+            )
+
+        while True:
+            try:
+                response = self._with_session(attempt)
+            except ApiError as error:
+                if error.code == "STALE_MEMBERSHIP" and not refreshed_membership:
+                    refreshed_membership = True
+                    self.refresh_memberships()
+                    continue
+                raise
+            return CommandResult(
+                command_id=command_id,
+                status=response.status_code,
+                body=response.json(),
+                replayed=response.headers.get("Idempotent-Replayed") == "true",
+            )
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """An authenticated GET below ``/api/v1``, retried like commands; 4xx raises."""
+        response = self._with_session(
+            lambda: self._http.get(path, params=params, headers=self._auth())
+        )
+        document = response.json()
+        if not isinstance(document, dict):
+            raise ApiError(response.status_code, "UNEXPECTED_RESPONSE", "not a JSON object")
+        return document
+
+    # -- machinery ------------------------------------------------------------------------------
+
+    def _require_session(self) -> Session:
+        return self.session if self.session is not None else self.open_session()
+
+    def _auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._require_session().token}"}
+
+    def _with_session(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
+        """Run ``attempt`` with retries; on 401 ``STALE_SESSION`` reopen once and resend."""
+        self._require_session()
+        response = self._retrying(attempt)
+        if response.status_code == 401 and _code(response) == "STALE_SESSION":
+            self.open_session()
+            response = self._retrying(attempt)
+        self._ok(response)
+        return response
+
+    def _retrying(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
+        """Network errors and 5xx are retried with exponential backoff and jitter; any other
+        answer is returned. Every attempt is rebuilt by ``attempt`` (fresh signature and
+        ``issued_at``), with the same content."""
+        last: str = ""
+        for number in range(self._max_attempts):
+            if number:
+                delay = min(self._max_backoff_s, self._backoff_s * 2 ** (number - 1))
+                self._sleep(delay * (0.5 + random.random() / 2))  # noqa: S311 - jitter only
+            try:
+                response = attempt()
+            except httpx.TransportError as error:
+                last = f"{type(error).__name__}: {error}"
+                continue
+            if response.status_code >= 500:
+                last = f"HTTP {response.status_code}"
+                continue
+            return response
+        raise Unavailable(f"no answer after {self._max_attempts} attempts ({last})")
+
+    @staticmethod
+    def _ok(response: httpx.Response) -> dict[str, Any]:
+        try:
+            document = response.json()
+        except ValueError:
+            document = None
+        if response.status_code >= 400:
+            raise ApiError.from_response(response.status_code, document)
+        return document if isinstance(document, dict) else {}
+
+
+def _code(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return ""

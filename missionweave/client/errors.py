@@ -1,0 +1,62 @@
+"""The client's typed errors: a refusal carries the wire.md §8 error document, a broken chain
+names the first sequence that does not verify (R16-03, MWP-WRK-029)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ClientError(Exception):
+    """Base of everything the agent client raises on purpose."""
+
+
+class ApiError(ClientError):
+    """A 4xx answer of the authority (wire.md §8): never retried, because resending the same
+    command cannot change a refusal; the caller decides from ``code`` and ``requirement``."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str = "",
+        requirement: str = "",
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code} ({requirement}): {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.requirement = requirement
+        self.details: dict[str, Any] = details or {}
+
+    @classmethod
+    def from_response(cls, status: int, document: object) -> ApiError:
+        """Read the §8 error document; an answer without one still becomes a typed error."""
+        error = document.get("error") if isinstance(document, dict) else None
+        if not isinstance(error, dict):
+            return cls(status, "UNEXPECTED_RESPONSE", "the answer carries no error document")
+        details = error.get("details")
+        return cls(
+            status,
+            str(error.get("code", "")),
+            str(error.get("message", "")),
+            str(error.get("requirement", "")),
+            details if isinstance(details, dict) else {},
+        )
+
+
+class Unavailable(ClientError):
+    """The authority could not be reached (network errors or 5xx) after every retry."""
+
+
+class ChainBroken(ClientError):
+    """An event does not chain onto what this client already verified (wire.md §6): wrong
+    sequence, wrong ``prev_hash``, a ``hash`` that is not the digest of its content, another
+    group, or a different event id at an already processed sequence. Nothing from
+    ``sequence`` on is handed to the handler or advances the cursor."""
+
+    def __init__(self, group: str, sequence: int, reason: str) -> None:
+        super().__init__(f"group {group!r}: event {sequence} refused: {reason}")
+        self.group = group
+        self.sequence = sequence
+        self.reason = reason

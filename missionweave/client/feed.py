@@ -1,0 +1,227 @@
+"""Durable per-group cursors and a verified, deduplicated, in-order event feed (R16).
+
+``CursorStore`` keeps, in a local SQLite file, each group's cursor — the highest contiguous
+sequence this agent has durably processed (R16-06, MWP-WRK-030) — with that event's hash, so
+the chain can be verified across restarts, and the ids of processed events (R16-02).
+
+``EventFeed.deliver`` is the one place events enter the agent, whatever carried them (REST
+pages here, the websocket stream later):
+
+* an event id already processed, or a sequence at or below the cursor, is a duplicate of
+  at-least-once delivery (R16-01, R16-09) and is dropped — after checking that it is the
+  same event that was processed at that sequence;
+* an event beyond ``cursor + 1`` is buffered in memory (R16-04); the cursor never moves over
+  the gap (R16-05);
+* the next event must chain onto the stored hash (wire.md §6): otherwise ``ChainBroken``
+  names its sequence and nothing more of that group is processed;
+* the handler runs first, the cursor is persisted after it returned (R16-03), so a crash
+  between the two redelivers the event rather than losing it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from missionweave.protocol.canonical import ZERO_HASH
+from missionweave.protocol.events import event_hash
+
+from .agent import AgentClient
+from .errors import ChainBroken
+
+Handler = Callable[[dict[str, Any]], None]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS cursors (
+    group_id TEXT PRIMARY KEY,
+    sequence INTEGER NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS processed (
+    group_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    PRIMARY KEY (group_id, event_id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS processed_sequence ON processed (group_id, sequence);
+"""
+
+
+class CursorStore:
+    """Per-group durable cursors in a SQLite file (stdlib ``sqlite3``, WAL, synchronous FULL
+    so a committed cursor survives a power cut). One connection shared by the threads of an
+    agent (a stream follower thread, the REST catch-up), serialised by a lock."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            return self._db.execute(sql, params).fetchone()
+
+    def position(self, group: str) -> tuple[int, str]:
+        """``(cursor, hash of that event)``; ``(0, ZERO_HASH)`` before the first event."""
+        row = self._one("SELECT sequence, hash FROM cursors WHERE group_id = ?", (group,))
+        return (int(row[0]), str(row[1])) if row else (0, ZERO_HASH)
+
+    def cursor(self, group: str) -> int:
+        return self.position(group)[0]
+
+    def cursors(self) -> dict[str, int]:
+        """Every group's cursor (what an ``ACK`` frame reports, R16-07)."""
+        with self._lock:
+            return dict(self._db.execute("SELECT group_id, sequence FROM cursors").fetchall())
+
+    def processed_id_at(self, group: str, sequence: int) -> str | None:
+        row = self._one(
+            "SELECT event_id FROM processed WHERE group_id = ? AND sequence = ?", (group, sequence)
+        )
+        return str(row[0]) if row else None
+
+    def processed_sequence_of(self, group: str, event_id: str) -> int | None:
+        row = self._one(
+            "SELECT sequence FROM processed WHERE group_id = ? AND event_id = ?", (group, event_id)
+        )
+        return int(row[0]) if row else None
+
+    def advance(self, group: str, event: dict[str, Any]) -> None:
+        """Record ``event`` as processed and move the cursor onto it, in one transaction.
+
+        Only ever by one: the cursor is contiguous (R16-05, R16-06)."""
+        sequence = int(event["sequence"])
+        with self._lock, self._transaction():
+            current, _ = self.position(group)
+            if sequence != current + 1:
+                raise ValueError(f"cursor {current} cannot advance to {sequence} (R16-05)")
+            self._db.execute(
+                "INSERT INTO cursors (group_id, sequence, hash) VALUES (?, ?, ?) "
+                "ON CONFLICT (group_id) DO UPDATE SET sequence = excluded.sequence, "
+                "hash = excluded.hash",
+                (group, sequence, event["hash"]),
+            )
+            self._db.execute(
+                "INSERT INTO processed (group_id, event_id, sequence) VALUES (?, ?, ?)",
+                (group, event["event_id"], sequence),
+            )
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *_rest: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+class EventFeed:
+    """One group's events, verified and in order, handed to ``handler`` exactly once per
+    durable cursor position (at least once across a crash inside the handler, R16-01)."""
+
+    def __init__(
+        self, client: AgentClient, store: CursorStore, group: str, handler: Handler
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.group = group
+        self.handler = handler
+        self._buffer: dict[int, dict[str, Any]] = {}  # out-of-order events (R16-04)
+        self.duplicates = 0  # dropped as already processed (R16-02)
+
+    @property
+    def cursor(self) -> int:
+        return self.store.cursor(self.group)
+
+    @property
+    def buffered(self) -> int:
+        """How many events wait behind a gap (R16-04)."""
+        return len(self._buffer)
+
+    def catch_up(self, *, limit: int = 100) -> int:
+        """Read ``GET /groups/{g}/events?after=cursor`` page by page until the head; return
+        how many events the handler processed. A ``CURSOR_TOO_OLD`` refusal is raised as
+        ``ApiError`` (restoring from a snapshot is the caller's decision, wire.md §7)."""
+        processed = 0
+        while True:
+            after = self.cursor
+            page = self.client.get_json(
+                f"/groups/{self.group}/events", params={"after": after, "limit": limit}
+            )
+            events = page.get("events", [])
+            for event in events:
+                processed += self.deliver(event)
+            head = page.get("head")
+            if not events or (isinstance(head, int) and self.cursor >= head):
+                return processed
+            if self.cursor == after:
+                # a page that moved nothing (all buffered behind a gap): read again from the
+                # cursor rather than past the gap (R16-05)
+                self._buffer.clear()
+                return processed
+
+    def deliver(self, event: dict[str, Any]) -> int:
+        """Take one event from any transport; return how many events were processed (the
+        event itself and any buffered ones it unblocked)."""
+        sequence = event.get("sequence")
+        if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 1:
+            raise ChainBroken(self.group, self.cursor + 1, "event without a valid sequence")
+        if event.get("group") != self.group:
+            raise ChainBroken(self.group, sequence, f"event of group {event.get('group')!r}")
+        cursor, _ = self.store.position(self.group)
+        event_id = event.get("event_id")
+        known_at = self.store.processed_sequence_of(self.group, str(event_id))
+        if sequence <= cursor or known_at is not None:
+            self._check_duplicate(event, known_at)
+            self.duplicates += 1
+            return 0
+        if sequence > cursor + 1:
+            self._buffer[sequence] = event  # R16-04; the cursor waits at the gap (R16-05)
+            return 0
+        processed = 0
+        pending: dict[str, Any] | None = event
+        while pending is not None:
+            self._process(pending)
+            processed += 1
+            pending = self._buffer.pop(int(pending["sequence"]) + 1, None)
+        return processed
+
+    def _check_duplicate(self, event: dict[str, Any], known_at: int | None) -> None:
+        """A redelivered event must be the one processed at its sequence: the same id at the
+        same place. Anything else means the log we were served changed under us."""
+        sequence = int(event["sequence"])
+        if known_at is not None and known_at != sequence:
+            raise ChainBroken(
+                self.group, sequence, f"event id already processed at sequence {known_at}"
+            )
+        processed_id = self.store.processed_id_at(self.group, sequence)
+        if processed_id is not None and processed_id != event.get("event_id"):
+            raise ChainBroken(self.group, sequence, "another event was processed at this sequence")
+
+    def _process(self, event: dict[str, Any]) -> None:
+        cursor, previous_hash = self.store.position(self.group)
+        sequence = int(event["sequence"])
+        if event.get("prev_hash") != previous_hash:
+            self._buffer.clear()
+            raise ChainBroken(self.group, sequence, "prev_hash is not the previous event's hash")
+        if event.get("hash") != event_hash(event):
+            self._buffer.clear()
+            raise ChainBroken(self.group, sequence, "hash is not the digest of the event")
+        assert sequence == cursor + 1
+        self.handler(event)  # may raise: then the cursor stays where it was
+        self.store.advance(self.group, event)  # durable only after the handler (R16-03)

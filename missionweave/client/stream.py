@@ -1,0 +1,150 @@
+"""Following ``/ws/v1/stream`` with reconnects from the durable cursor (wire.md §7, R16-09).
+
+The stream is a transport only: every ``EVENT`` goes through ``EventFeed.deliver``, which
+verifies the chain, drops duplicates by event id and never moves the cursor over a gap
+(R16-02, R16-03, R16-05). On a lost connection the follower reconnects and subscribes again
+with ``afterSequence`` = the durable cursor, so events processed before the break are not
+handled twice and events after it are not lost; the duplicates the server may resend around
+the break (R16-09) are dropped. After each processed event the follower reports its durable
+cursors in an ``ACK`` frame (R16-07); acknowledging never deletes history (R16-08).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from .agent import AgentClient
+from .errors import ClientError
+from .feed import EventFeed
+
+STREAM_PATH = "/ws/v1/stream"
+
+
+class StreamError(ClientError):
+    """An ``ERROR`` frame for a group this follower cannot continue (``CURSOR_TOO_OLD`` carries
+    the snapshot reference to restore from, wire.md §7; ``NOT_A_MEMBER`` after a revocation)."""
+
+    def __init__(self, frame: dict[str, Any]) -> None:
+        super().__init__(f"{frame.get('code')} for group {frame.get('group')!r}: {frame}")
+        self.code = str(frame.get("code", ""))
+        self.group = frame.get("group")
+        self.snapshot = frame.get("snapshot")
+        self.frame = frame
+
+
+class StreamFollower:
+    """Subscribe ``feeds`` (several groups on one socket) and process their events.
+
+    ``run(until=...)`` returns when ``until()`` is true; it reconnects on any connection
+    loss (at most ``max_reconnects`` times in a row without progress)."""
+
+    def __init__(
+        self,
+        client: AgentClient,
+        ws_url: str,
+        feeds: Iterable[EventFeed],
+        *,
+        ack: bool = True,
+        reconnect_delay_s: float = 0.2,
+        max_reconnects: int = 20,
+        origin: str | None = None,
+    ) -> None:
+        self.client = client
+        self.url = ws_url.rstrip("/") + STREAM_PATH
+        self.feeds = {feed.group: feed for feed in feeds}
+        self.ack = ack
+        self.reconnect_delay_s = reconnect_delay_s
+        self.max_reconnects = max_reconnects
+        self.origin = origin
+        self.connections = 0  # how many sockets were opened (tests observe reconnects)
+        self._socket: ClientConnection | None = None
+        self._lock = threading.Lock()
+
+    def disconnect(self) -> None:
+        """Drop the current socket (as a network failure would); ``run`` reconnects."""
+        with self._lock:
+            if self._socket is not None:
+                self._socket.close()
+
+    def run(self, until: Callable[[], bool], *, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        failures = 0
+        while not until():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the stream did not reach the condition in {timeout_s} s")
+            try:
+                self._follow(until, deadline)
+                failures = 0
+            except (ConnectionClosed, OSError) as error:
+                failures += 1
+                if failures > self.max_reconnects:
+                    raise ClientError(f"stream lost {failures} times in a row") from error
+                time.sleep(self.reconnect_delay_s)
+
+    def _open(self) -> ClientConnection:
+        """Handshake with the session token; a refused handshake (a replaced session,
+        R11.3-10) reopens the session once."""
+        for attempt in range(2):
+            session = self.client.session or self.client.open_session()
+            try:
+                headers = {"Authorization": f"Bearer {session.token}"}
+                if self.origin:
+                    headers["Origin"] = self.origin
+                return connect(self.url, additional_headers=headers, open_timeout=10)
+            except InvalidStatus:
+                if attempt:
+                    raise
+                self.client.open_session()
+        raise AssertionError("unreachable")
+
+    def _follow(self, until: Callable[[], bool], deadline: float) -> None:
+        with self._open() as socket:  # closes the socket however the loop ends
+            with self._lock:
+                self._socket = socket
+            self.connections += 1
+            try:
+                for group, feed in self.feeds.items():
+                    # R16-09: resume after the DURABLE cursor, not after what was received
+                    socket.send(
+                        json.dumps(
+                            {"op": "SUBSCRIBE", "group": group, "afterSequence": feed.cursor}
+                        )
+                    )
+                while not until() and time.monotonic() <= deadline:
+                    try:
+                        text = socket.recv(timeout=0.2)
+                    except TimeoutError:
+                        continue
+                    self.handle_frame(socket, json.loads(text))
+            finally:
+                with self._lock:
+                    self._socket = None
+
+    def handle_frame(self, socket: ClientConnection, frame: dict[str, Any]) -> None:
+        """Act on one server frame (public so a caller with its own socket loop can use it)."""
+        op = frame.get("op")
+        if op == "EVENT":
+            event = frame.get("event") or {}
+            feed = self.feeds.get(str(event.get("group")))
+            if feed is None:
+                return  # not subscribed here: ignore
+            if feed.deliver(event) == 0 and feed.buffered:
+                # R16-05: a gap on the stream is filled from the log, never skipped
+                feed.catch_up()
+            if self.ack:
+                socket.send(json.dumps({"op": "ACK", "cursors": self._cursors()}))
+        elif op == "ERROR":
+            if frame.get("code") == "ACK_BEYOND_HEAD":
+                return  # cannot happen for a durable cursor; never fatal for delivery
+            raise StreamError(frame)
+        # ACKED and unknown ops carry nothing the follower must act on
+
+    def _cursors(self) -> dict[str, int]:
+        return {group: feed.cursor for group, feed in self.feeds.items() if feed.cursor > 0}

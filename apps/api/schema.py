@@ -132,6 +132,19 @@ class SnapshotCreatedSerializer(serializers.Serializer):
     url = serializers.CharField()
 
 
+class ArchiveRequestSerializer(serializers.Serializer):
+    """wire.md §4: move events with sequence ≤ ``through`` out of the online log."""
+
+    through = serializers.IntegerField(min_value=0)
+
+
+class ArchiveSerializer(serializers.Serializer):
+    """The group's online floor after the call: events ≤ it are archived (R16-08)."""
+
+    group = serializers.CharField()
+    archived_through = serializers.IntegerField()
+
+
 class SnapshotSerializer(serializers.Serializer):
     """wire.md §7: ``projections`` is ``{kind: {id: aggregate}}`` after event ``sequence``."""
 

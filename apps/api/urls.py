@@ -51,5 +51,6 @@ urlpatterns = [
         snapshots.SnapshotDetailApi.as_view(),
         name="snapshot",
     ),
+    path("groups/<wid:group>/archive", snapshots.ArchiveApi.as_view(), name="archive"),
     path("schema", public.SchemaApi.as_view(), name="schema"),
 ]

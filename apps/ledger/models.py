@@ -23,6 +23,9 @@ class GroupLog(models.Model):
     )
     head_sequence = models.PositiveBigIntegerField(default=0)
     head_hash = models.CharField(max_length=71, default=ZERO_HASH)
+    #: the online floor (R16-08, R16-10): events 1..archived_through live in
+    #: :class:`ArchivedEvent`, the online log :class:`Event` holds the later ones
+    archived_through = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"{self.group_id}@{self.head_sequence}"
@@ -52,6 +55,36 @@ class Event(models.Model):
 
     def as_wire(self) -> dict[str, Any]:
         return json.loads(self.document)
+
+
+class ArchivedEvent(models.Model):
+    """An event moved out of the online log by ``POST /groups/{g}/archive`` (R16-08).
+
+    Same columns and content as :class:`Event`, byte for byte: archiving moves history, it
+    never deletes or rewrites it. Immutable like the online log (a trigger refuses UPDATE
+    and DELETE), and the online log's trigger lets a row go only once its identical copy is
+    here (migration ``0005_archive``).
+    """
+
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="archived_events"
+    )
+    sequence = models.PositiveBigIntegerField()
+    event_id = models.CharField(max_length=64, unique=True)
+    type = models.CharField(max_length=100)
+    command_id = models.CharField(max_length=128)
+    actor = models.CharField(max_length=160)
+    recorded_at = models.DateTimeField()
+    hash = models.CharField(max_length=71)
+    document = models.TextField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["group", "sequence"], name="archived_sequence_slot")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}#{self.sequence} {self.type} (archived)"
 
 
 class CommandRecord(models.Model):

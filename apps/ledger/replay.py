@@ -1,7 +1,8 @@
 """Replaying a group's log into pure state: the other half of "projections are disposable".
 
 ``replay`` folds ``decider.apply`` — the very function the write path projects with — over
-every event in sequence order, checking the hash chain as it goes.
+every event in sequence order — the archived ones first (via :func:`history`) — checking the
+hash chain as it goes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from missionweave.protocol.canonical import ZERO_HASH
 from missionweave.protocol.events import chains
 from missionweave.protocol.facts import Fact, StateKey
 
-from .models import Event
+from .history import history
 
 PAGE = 5000
 
@@ -30,20 +31,15 @@ class Replay:
 
 
 def iter_events(group_id: str, *, through: int) -> Iterator[dict[str, Any]]:
-    """Events 1..``through`` of a group, in pages (keyset on sequence, not OFFSET)."""
-    after = 0
-    while after < through:
-        documents = list(
-            Event.objects.filter(group_id=group_id, sequence__gt=after, sequence__lte=through)
-            .order_by("sequence")
-            .values_list("document", flat=True)[:PAGE]
-        )
-        if not documents:
-            return
-        for text in documents:
-            event = json.loads(text)
-            after = event["sequence"]
-            yield event
+    """Events 1..``through`` of a group, archive then online log (R16-08), in keyset pages.
+
+    Stops at the first event in neither store; :func:`replay` reports that as a chain break.
+    """
+    try:
+        for text in history(group_id, through=through, page=PAGE):
+            yield json.loads(text)
+    except LookupError:
+        return
 
 
 def replay(group_id: str, *, through: int, progress: Callable[[int], None] | None = None) -> Replay:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
+from .archive import cursor_too_old
 from .models import Event, GroupLog
 
 MAX_PAGE = 1000
@@ -49,6 +50,9 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
     """Events with sequence > ``after`` in order (wire.md §4 ``GET …/events``).
 
     ``head`` is read before the page, so a page never runs past the head it reports.
+    Only the online log is served: when event ``after + 1`` (≤ head) is not in it, it was
+    archived — before or during this read, the move being atomic — and the reader gets
+    ``CURSOR_TOO_OLD`` with the snapshot to restore instead (wire.md §4, §7; R16-10).
     """
     limit = max(1, min(limit, MAX_PAGE))
     rows = list(
@@ -56,5 +60,7 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
         .order_by("sequence")
         .values_list("sequence", "document")[:limit]
     )
+    if after < head and (not rows or rows[0][0] != after + 1):
+        raise cursor_too_old(group_id, after)
     next_after = rows[-1][0] if rows else after
     return EventPage([document for _, document in rows], head, next_after)

@@ -35,7 +35,8 @@ from missionweave.protocol.timefmt import format_timestamp
 
 from . import authority
 from . import head as heads
-from .models import Event, GroupLog, Snapshot
+from .history import history
+from .models import GroupLog, Snapshot
 from .replay import replay
 from .write_path import Caller, Outcome, submit_authority_command, submit_command
 
@@ -71,11 +72,8 @@ def take(group_id: str, record: Callable[[dict[str, Any]], Outcome]) -> Taken:
                 details={"group": group_id},
             )
         state, last_hash = base.state, base.head_hash
-        tail = Event.objects.filter(
-            group_id=group_id, sequence__gt=through, sequence__lte=head.sequence
-        ).order_by("sequence")
         previous = through
-        for text in tail.values_list("document", flat=True):
+        for text in history(group_id, after=through, through=head.sequence):
             event = json.loads(text)
             if not chains(event, previous_hash=last_hash, previous_sequence=previous):
                 raise ChainBroken(f"{group_id}: the log breaks at sequence {previous + 1}")

@@ -122,13 +122,24 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self._pump(message["group"])
 
     async def _pump(self, group_id: str) -> None:
-        """Send every event after the group's cursor, in order, exactly once per connection."""
+        """Send every event after the group's cursor, in order, exactly once per connection.
+
+        A cursor below the online floor (events archived, at SUBSCRIBE or while this socket
+        lagged) ends the subscription with ``CURSOR_TOO_OLD`` and the snapshot to restore
+        (wire.md §7, R16-10); the client resubscribes after the snapshot's sequence.
+        """
         assert self.caller is not None
         async with self.locks[group_id]:
             while group_id in self.cursors:
-                member, documents = await _read(
-                    group_id, self.caller.principal, self.cursors[group_id]
-                )
+                try:
+                    member, documents = await _read(
+                        group_id, self.caller.principal, self.cursors[group_id]
+                    )
+                except ProtocolError as error:
+                    if error.code is not ErrorCode.CURSOR_TOO_OLD:
+                        raise
+                    await self._too_old(group_id, error)
+                    return
                 if not member:
                     await self._end(group_id)
                     return
@@ -144,6 +155,17 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self._error(
             ErrorCode.NOT_A_MEMBER.value, "the membership in this group was revoked", group_id
         )
+
+    async def _too_old(self, group_id: str, error: ProtocolError) -> None:
+        self.cursors.pop(group_id, None)
+        await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
+        frame = {
+            "op": "ERROR",
+            "code": ErrorCode.CURSOR_TOO_OLD.value,
+            "group": group_id,
+            "snapshot": error.details.get("snapshot"),
+        }
+        await self.send(text_data=json.dumps(frame))
 
     async def _poll(self) -> None:
         interval = settings.MWP_STREAM_POLL_S

@@ -1,4 +1,5 @@
-"""Signed snapshots (wire.md §4, §7; R16-10, R16-11): taken by an admin, read by members."""
+"""Signed snapshots (wire.md §4, §7; R16-10, R16-11): taken by an admin, read by members;
+and the archive, which needs one (R16-08)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.ledger import selectors
+from apps.ledger.archive import archive
 from apps.ledger.models import Snapshot
 from apps.ledger.snapshots import take_as_admin
 from missionweave.protocol.errors import ErrorCode, ProtocolError
@@ -61,3 +63,25 @@ class SnapshotDetailApi(APIView):
                 details={"url": url_of(group, sequence)},
             )
         return HttpResponse(document.encode("utf-8"), content_type="application/json")
+
+
+class ArchiveApi(APIView):
+    @extend_schema(
+        parameters=[schema.GROUP],
+        request=schema.ArchiveRequestSerializer,
+        responses={200: schema.ArchiveSerializer, **schema.errors(400, 401, 403, 404, 409)},
+        summary="Move events with sequence ≤ through from the online log to the archive",
+    )
+    def post(self, request: Request, group: str) -> Response:
+        """wire.md §4, R16-08: history moves to the archive and stays exportable; 409
+        ``SNAPSHOT_REQUIRED`` (R16-10) unless a snapshot at ≥ ``through`` exists, so a reader
+        left behind can restore one. Idempotent: the answer is the floor after the call."""
+        require_staff(request)
+        body = request.data
+        if not isinstance(body, dict) or set(body) != {"through"}:
+            raise malformed('the body is {"through": S}', "$", "wire§4")
+        through = body["through"]
+        if isinstance(through, bool) or not isinstance(through, int) or through < 0:
+            raise malformed("through is a non-negative integer", "$.through", "wire§4")
+        floor = archive(group, min(through, _MAX_SEQUENCE))
+        return Response({"group": group, "archived_through": floor})

@@ -31,10 +31,10 @@ class GroupLog(models.Model):
         return f"{self.group_id}@{self.head_sequence}"
 
 
-class Event(models.Model):
-    """An appended event. Immutable: a database trigger refuses UPDATE and DELETE."""
+class EventColumns(models.Model):
+    """The columns of a stored event, shared by the online log and the archive (byte for byte
+    the same rows: archiving moves history, never rewrites it)."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="events")
     sequence = models.PositiveBigIntegerField()
     event_id = models.CharField(max_length=64, unique=True)
     type = models.CharField(max_length=100)
@@ -46,6 +46,18 @@ class Event(models.Model):
     document = models.TextField()
 
     class Meta:
+        abstract = True
+
+    def as_wire(self) -> dict[str, Any]:
+        return json.loads(self.document)
+
+
+class Event(EventColumns):
+    """An appended event. Immutable: a database trigger refuses UPDATE and DELETE."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="events")
+
+    class Meta:
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["group", "sequence"], name="gapless_sequence_slot")
         ]
@@ -53,11 +65,8 @@ class Event(models.Model):
     def __str__(self) -> str:
         return f"{self.group_id}#{self.sequence} {self.type}"
 
-    def as_wire(self) -> dict[str, Any]:
-        return json.loads(self.document)
 
-
-class ArchivedEvent(models.Model):
+class ArchivedEvent(EventColumns):
     """An event moved out of the online log by ``POST /groups/{g}/archive`` (R16-08).
 
     Same columns and content as :class:`Event`, byte for byte: archiving moves history, it
@@ -69,14 +78,6 @@ class ArchivedEvent(models.Model):
     group = models.ForeignKey(
         "registry.Group", on_delete=models.PROTECT, related_name="archived_events"
     )
-    sequence = models.PositiveBigIntegerField()
-    event_id = models.CharField(max_length=64, unique=True)
-    type = models.CharField(max_length=100)
-    command_id = models.CharField(max_length=128)
-    actor = models.CharField(max_length=160)
-    recorded_at = models.DateTimeField()
-    hash = models.CharField(max_length=71)
-    document = models.TextField()
 
     class Meta:
         constraints: ClassVar = [

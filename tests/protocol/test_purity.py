@@ -26,12 +26,12 @@ def _submodules() -> set[str]:
     return {f"missionweave.protocol.{m.name}" for m in pkgutil.iter_modules(protocol.__path__)}
 
 
-def test_importing_every_protocol_module_never_imports_django() -> None:
-    """STYLE.md "Pure core": missionweave.protocol and all its submodules import no Django."""
+def _probe_report(probe: str) -> dict:
+    """Run ``probe`` in a fresh interpreter without Django settings; its JSON report."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO")}
     root = Path(protocol.__file__).resolve().parents[2]
     completed = subprocess.run(
-        [sys.executable, "-c", _PROBE],
+        [sys.executable, "-c", probe],
         cwd=root,
         env={**env, "PYTHONPATH": str(root)},
         capture_output=True,
@@ -39,7 +39,12 @@ def test_importing_every_protocol_module_never_imports_django() -> None:
         check=True,
         timeout=60,
     )
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_importing_every_protocol_module_never_imports_django() -> None:
+    """STYLE.md "Pure core": missionweave.protocol and all its submodules import no Django."""
+    report = _probe_report(_PROBE)
     assert set(report["modules"]) == _submodules()
     assert len(report["modules"]) >= 10
     assert report["django"] == []
@@ -59,18 +64,7 @@ print(json.dumps({"modules": names, "django": django}))
 def test_importing_the_agent_client_never_imports_django() -> None:
     """Issue 5 item 5: the agent client (``missionweave.client``) is pure Python, like the
     protocol core it reuses: an agent runs it without Django installed or configured."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO")}
-    root = Path(protocol.__file__).resolve().parents[2]
-    completed = subprocess.run(
-        [sys.executable, "-c", _CLIENT_PROBE],
-        cwd=root,
-        env={**env, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    report = _probe_report(_CLIENT_PROBE)
     assert {
         "missionweave.client.agent",
         "missionweave.client.feed",

@@ -23,30 +23,17 @@ from rest_framework.test import APIClient
 from apps.ledger.write_path import submit_command
 from apps.stream.cursors import acknowledge
 from apps.stream.models import Cursor
-from missionweave.asgi import application
 from tests import factories
 from tests.factories import World, mission_body
+from tests.stream.sockets import connected as _connected
+from tests.stream.sockets import frames as _frames
 
-PATH = "/ws/v1/stream"
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def in_memory_layer(settings: Any) -> None:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-
-
-async def _connected(token: str) -> WebsocketCommunicator:
-    socket = WebsocketCommunicator(
-        application, PATH, headers=[(b"authorization", f"Bearer {token}".encode())]
-    )
-    connected, _ = await socket.connect()
-    assert connected
-    return socket
-
-
-async def _frames(socket: WebsocketCommunicator, count: int, within: float = 3) -> list[dict]:
-    return [json.loads(await socket.receive_from(timeout=within)) for _ in range(count)]
 
 
 async def _ack(socket: WebsocketCommunicator, cursors: Any, answers: int = 1) -> list[dict]:

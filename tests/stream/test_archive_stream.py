@@ -9,41 +9,26 @@ through ``missionweave.asgi.application`` against real PostgreSQL, like
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from apps.ledger.archive import archive
 from apps.ledger.models import GroupLog
 from apps.ledger.snapshots import take_as_authority
 from apps.ledger.write_path import submit_command
-from missionweave.asgi import application
 from missionweave.protocol.snapshots import url_of
 from tests.factories import World, mission_body
+from tests.stream.sockets import connected as _connected
+from tests.stream.sockets import frames as _frames
 
-PATH = "/ws/v1/stream"
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
 def in_memory_layer(settings: Any) -> None:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-
-
-async def _connected(token: str) -> WebsocketCommunicator:
-    socket = WebsocketCommunicator(
-        application, PATH, headers=[(b"authorization", f"Bearer {token}".encode())]
-    )
-    connected, _ = await socket.connect()
-    assert connected
-    return socket
-
-
-async def _frames(socket: WebsocketCommunicator, count: int, within: float = 3) -> list[dict]:
-    return [json.loads(await socket.receive_from(timeout=within)) for _ in range(count)]
 
 
 @database_sync_to_async

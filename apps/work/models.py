@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from django.db import models
 
-from apps.ledger.projections import ModelProjection
+from apps.ledger.projections import ModelProjection, ProjectionJSONDecoder
 from missionweave.protocol.missions import Mission as MissionState
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.workitems import DependencyGraph, Proposal
@@ -31,15 +31,15 @@ class Mission(models.Model):
     mission_id = models.CharField(max_length=128)
     state = models.CharField(max_length=16, choices=MissionStatus.choices)
     goal = models.TextField()
-    limits = models.JSONField(default=dict)
-    used = models.JSONField(default=dict)
+    limits = models.JSONField(decoder=ProjectionJSONDecoder, default=dict)
+    used = models.JSONField(decoder=ProjectionJSONDecoder, default=dict)
     # null is "no parent", distinct from any id
     parent = models.CharField(max_length=260, null=True, blank=True)  # noqa: DJ001
-    children = models.JSONField(default=list)
-    work_items = models.JSONField(default=list)
+    children = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
+    work_items = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
     created_by = models.CharField(max_length=160)
     created_sequence = models.PositiveBigIntegerField()
-    link = models.JSONField(null=True, blank=True)
+    link = models.JSONField(decoder=ProjectionJSONDecoder, null=True, blank=True)
 
     class Meta:
         constraints: ClassVar = [
@@ -102,7 +102,7 @@ class WorkItem(models.Model):
     #: Celery sweeps select on this indexed column (R11.5-01)
     due_at = models.DateTimeField(null=True, blank=True)
     due_reason = models.CharField(max_length=32, blank=True, default="")
-    data = models.JSONField()
+    data = models.JSONField(decoder=ProjectionJSONDecoder)
 
     class Meta:
         constraints: ClassVar = [
@@ -157,7 +157,7 @@ class WorkProposal(models.Model):
 
     group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="proposals")
     proposal_id = models.CharField(max_length=128)
-    data = models.JSONField()
+    data = models.JSONField(decoder=ProjectionJSONDecoder)
 
     class Meta:
         constraints: ClassVar = [
@@ -188,7 +188,7 @@ class DependencyEdges(models.Model):
 
     group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=32)
-    data = models.JSONField()
+    data = models.JSONField(decoder=ProjectionJSONDecoder)
 
     class Meta:
         constraints: ClassVar = [

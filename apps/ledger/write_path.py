@@ -154,13 +154,14 @@ def submit_authority_batch(
     (the leases of a replaced session, R11.3-10).
     """
     with transaction.atomic():
+        head = None
         if select is not None:
-            _lock(group_id)
+            head = _lock(group_id)
             commands = [*commands, *select()]
         verified: list[Outcome | ProtocolError | _Verified] = [
             _authority_command(group_id, c.type, c.body, c.command_id) for c in commands
         ]
-        return _run_batch(group_id, verified, AUTHORITY_CALLER)
+        return _run_batch(group_id, verified, AUTHORITY_CALLER, head=head)
 
 
 def _authority_command(
@@ -238,13 +239,19 @@ def submit_batch(
 
 
 def _run_batch(
-    group_id: str, results: list[Outcome | ProtocolError | _Verified], caller: Caller
+    group_id: str,
+    results: list[Outcome | ProtocolError | _Verified],
+    caller: Caller,
+    *,
+    head: heads.Head | None = None,
 ) -> list[Outcome | ProtocolError]:
-    """Apply the verified items of ``results`` in order under one lock, each in a savepoint."""
+    """Apply the verified items of ``results`` in order under one lock, each in a savepoint.
+
+    ``head`` is the group's head when the caller's transaction already locked it."""
     if not any(isinstance(item, _Verified) for item in results):
         return results  # type: ignore[return-value]
     with transaction.atomic():
-        head = _lock(group_id)
+        head = head or _lock(group_id)
         for index, item in enumerate(results):
             if not isinstance(item, _Verified):
                 continue

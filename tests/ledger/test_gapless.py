@@ -79,6 +79,9 @@ def _explode_in_head(real_save_head: Any) -> Any:
     return save_head
 
 
+# 25,600 contended commands take about 3.5 min on a quiet 2-core machine: pytest's default
+# 300 s limit left too little margin (a timed-out run leaves its threads writing into teardown)
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_commands_leave_gapless_chained_logs_with_only_accepted_commands(
     monkeypatch: pytest.MonkeyPatch,

@@ -58,13 +58,25 @@ def _acknowledge(principal: str, cursors: dict[str, int]) -> ack_cursors.AckOutc
 
 
 class StreamConsumer(AsyncWebsocketConsumer):
+    """One socket, any number of subscribed groups (wire.md §7).
+
+    Per group the consumer keeps a cursor (the last sequence sent on this socket) and at most
+    one *pump* task, which reads the log after the cursor up to the committed head and sends
+    it. Anything that may mean "the head moved" — ``SUBSCRIBE``, a hint from the channel
+    layer, the poll tick — only *wakes* the pump: it marks the group dirty and starts the task
+    if none runs. The pump clears the mark before each read, so a burst of hints that arrives
+    during one read costs one more read, not one per hint, and a wake can never be lost (the
+    check of the mark and the end of the task happen in one step of the event loop).
+    """
+
     async def connect(self) -> None:
         self.caller: Caller | None = self.scope.get("mwp_caller")
         if self.caller is None:
             await self.close(code=4401)
             return
         self.cursors: dict[str, int] = {}
-        self.locks: dict[str, asyncio.Lock] = {}
+        self.dirty: set[str] = set()
+        self.pumps: dict[str, asyncio.Task[None]] = {}
         await self.accept()
         self.poller = asyncio.create_task(self._poll())
 
@@ -72,6 +84,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         poller = getattr(self, "poller", None)
         if poller is not None:
             poller.cancel()
+        for task in getattr(self, "pumps", {}).values():
+            task.cancel()
         for group_id in list(getattr(self, "cursors", {})):
             await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
@@ -93,6 +107,18 @@ class StreamConsumer(AsyncWebsocketConsumer):
             )
 
     async def _subscribe(self, frame: dict[str, Any]) -> None:
+        """wire§7, R16-09: replay after ``afterSequence``, then live, with no gap.
+
+        The hand-over is race-free because the live feed is joined *before* the log is read
+        and events only ever come from the log, after the cursor:
+
+        * an event committed before ``group_add`` returned is in the log when the pump's first
+          read runs (that read starts after ``group_add``), so the replay sends it;
+        * an event committed after it produces a hint to this channel (or, if the layer drops
+          the hint, the next poll tick) and so a later read, from the cursor;
+        * every read starts strictly after the last sequence sent and one pump per group
+          sends in order, so nothing is sent twice on one socket or out of order.
+        """
         group_id, after = frame.get("group"), frame.get("afterSequence", 0)
         if not isinstance(group_id, str):
             raise ProtocolError(ErrorCode.MALFORMED, "SUBSCRIBE names a group")
@@ -100,10 +126,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
             raise ProtocolError(ErrorCode.MALFORMED, "afterSequence is a non-negative integer")
         assert self.caller is not None
         await _check_subscription(group_id, self.caller.principal)
+        running = self.pumps.pop(group_id, None)
+        if running is not None:  # a new SUBSCRIBE of the same group restarts from its position
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
         self.cursors[group_id] = after
-        self.locks.setdefault(group_id, asyncio.Lock())
         await self.channel_layer.group_add(group_channel(group_id), self.channel_name)
-        await self._pump(group_id)
+        self._wake(group_id)
 
     async def _ack(self, frame: dict[str, Any]) -> None:
         """wire§7, R16-07: store the principal's durable cursors; one ERROR per refused group
@@ -117,48 +146,67 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps({"op": "ACKED", "cursors": outcome.stored}))
 
     async def group_head(self, message: dict[str, Any]) -> None:
-        """A hint from the write path: read the log of that group."""
-        if message.get("group") in self.cursors:
-            await self._pump(message["group"])
+        """A hint from the write path: wake that group's pump (the hint carries no event)."""
+        group_id = message.get("group")
+        if isinstance(group_id, str) and group_id in self.cursors:
+            self._wake(group_id)
+
+    def _wake(self, group_id: str) -> None:
+        self.dirty.add(group_id)
+        task = self.pumps.get(group_id)
+        if task is None or task.done():
+            self.pumps[group_id] = asyncio.create_task(self._pump_while_dirty(group_id))
+
+    async def _pump_while_dirty(self, group_id: str) -> None:
+        try:
+            while group_id in self.dirty and group_id in self.cursors:
+                self.dirty.discard(group_id)
+                await self._pump(group_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the socket stays up; the next wake (hint or poll) reads again
+            logger.exception("stream pump of %s failed", group_id)
 
     async def _pump(self, group_id: str) -> None:
-        """Send every event after the group's cursor, in order, exactly once per connection.
+        """Send every event after the group's cursor up to the committed head, in order.
 
         A cursor below the online floor (events archived, at SUBSCRIBE or while this socket
         lagged) ends the subscription with ``CURSOR_TOO_OLD`` and the snapshot to restore
         (wire.md §7, R16-10); the client resubscribes after the snapshot's sequence.
         """
         assert self.caller is not None
-        async with self.locks[group_id]:
-            while group_id in self.cursors:
-                try:
-                    member, documents = await _read(
-                        group_id, self.caller.principal, self.cursors[group_id]
-                    )
-                except ProtocolError as error:
-                    if error.code is not ErrorCode.CURSOR_TOO_OLD:
-                        raise
-                    await self._too_old(group_id, error)
-                    return
-                if not member:
-                    await self._end(group_id)
-                    return
-                if not documents:
-                    return
-                for document in documents:
-                    await self.send(text_data='{"op":"EVENT","event":' + document + "}")
-                self.cursors[group_id] = json.loads(documents[-1])["sequence"]
+        while group_id in self.cursors:
+            try:
+                member, documents = await _read(
+                    group_id, self.caller.principal, self.cursors[group_id]
+                )
+            except ProtocolError as error:
+                if error.code is not ErrorCode.CURSOR_TOO_OLD:
+                    raise
+                await self._too_old(group_id, error)
+                return
+            if not member:
+                await self._end(group_id)
+                return
+            if not documents:
+                return
+            for document in documents:
+                await self.send(text_data='{"op":"EVENT","event":' + document + "}")
+            self.cursors[group_id] = json.loads(documents[-1])["sequence"]
+
+    async def _unsubscribe(self, group_id: str) -> None:
+        self.cursors.pop(group_id, None)
+        self.dirty.discard(group_id)
+        await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
     async def _end(self, group_id: str) -> None:
-        self.cursors.pop(group_id, None)
-        await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
+        await self._unsubscribe(group_id)
         await self._error(
             ErrorCode.NOT_A_MEMBER.value, "the membership in this group was revoked", group_id
         )
 
     async def _too_old(self, group_id: str, error: ProtocolError) -> None:
-        self.cursors.pop(group_id, None)
-        await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
+        await self._unsubscribe(group_id)
         frame = {
             "op": "ERROR",
             "code": ErrorCode.CURSOR_TOO_OLD.value,
@@ -168,14 +216,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps(frame))
 
     async def _poll(self) -> None:
+        """Wake every subscribed group each ``MWP_STREAM_POLL_S``: a dropped hint (layer
+        capacity or expiry) delays an event by at most one interval, never loses it, and a
+        revoked membership is noticed within it (wire.md §7)."""
         interval = settings.MWP_STREAM_POLL_S
         while True:
             await asyncio.sleep(interval)
             for group_id in list(self.cursors):
-                try:
-                    await self._pump(group_id)
-                except Exception:  # keep the socket's poller alive; the next tick retries
-                    logger.exception("stream poll of %s failed", group_id)
+                self._wake(group_id)
 
     async def _error(self, code: str, message: str, group: str | None) -> None:
         frame: dict[str, Any] = {"op": "ERROR", "code": code, "message": message}

@@ -8,7 +8,7 @@ checks. ``tests/protocol/test_purity.py`` proves it imports no Django.
 from __future__ import annotations
 
 from .agent import AgentClient, CommandResult, Membership, Session
-from .errors import ApiError, ChainBroken, ClientError, Unavailable
+from .errors import ApiError, ChainBroken, ClientError, SnapshotRejected, Unavailable
 from .feed import CursorStore, EventFeed
 from .stream import StreamError, StreamFollower
 
@@ -22,6 +22,7 @@ __all__ = [
     "EventFeed",
     "Membership",
     "Session",
+    "SnapshotRejected",
     "StreamError",
     "StreamFollower",
     "Unavailable",

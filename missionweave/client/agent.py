@@ -25,11 +25,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.canonical import canonical_bytes, without
 from missionweave.protocol.envelope import signed_envelope
-from missionweave.protocol.signing import sign
+from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.signing import parse_public_key, sign, verify
+from missionweave.protocol.strictjson import parse as parse_json
 from missionweave.protocol.timefmt import format_timestamp
 
 from .errors import ApiError, Unavailable
@@ -98,6 +100,7 @@ class AgentClient:
         backoff_s: float = 0.1,
         max_backoff_s: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
+        authority_key: Ed25519PublicKey | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.principal = f"agent:{agent_id}"
@@ -110,6 +113,7 @@ class AgentClient:
         self._max_backoff_s = max_backoff_s
         self._sleep = sleep
         self.session: Session | None = None
+        self._authority_key = authority_key
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -217,14 +221,48 @@ class AgentClient:
     # -- reads ---------------------------------------------------------------------------------
 
     def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """An authenticated GET below ``/api/v1``, retried like commands; 4xx raises."""
+        """An authenticated GET below ``/api/v1``, retried like commands; 4xx raises.
+
+        The body is parsed strictly (duplicate keys, lone surrogates and numbers beyond
+        2^53 are refused, as the authority refuses them): an answer that does not parse is
+        ``ApiError`` ``UNEXPECTED_RESPONSE``, never a half-read document."""
         response = self._with_session(
             lambda: self._http.get(path, params=params, headers=self._auth())
         )
-        document = response.json()
+        try:
+            document = parse_json(response.content)
+        except ProtocolError as error:
+            raise ApiError(response.status_code, "UNEXPECTED_RESPONSE", error.message) from None
         if not isinstance(document, dict):
             raise ApiError(response.status_code, "UNEXPECTED_RESPONSE", "not a JSON object")
         return document
+
+    def get_bytes(self, path: str) -> bytes:
+        """The raw body of an authenticated GET: a snapshot is verified byte for byte, as
+        signed (wire.md §7). ``path`` may carry the ``/api/v1`` prefix, as snapshot
+        references do."""
+        if path.startswith(API_PREFIX + "/"):
+            path = path[len(API_PREFIX) :]
+        response = self._with_session(lambda: self._http.get(path, headers=self._auth()))
+        return response.content
+
+    def authority_key(self) -> Ed25519PublicKey:
+        """The key heads and snapshots must be signed with: the one pinned at construction,
+        else the one ``GET /authority`` publishes, read once (trust on first use)."""
+        if self._authority_key is None:
+            response = self._retrying(lambda: self._http.get("/authority"))
+            self._authority_key = parse_public_key(str(self._ok(response)["public_key"]))
+        return self._authority_key
+
+    def signed_head(self, group: str) -> dict[str, Any]:
+        """``GET /groups/{g}/head`` once its signature verifies with ``authority_key``
+        (wire.md §4); a head that does not verify is ``ApiError`` ``HEAD_NOT_SIGNED``."""
+        head = self.get_json(f"/groups/{group}/head")
+        signature = head.get("signature")
+        body = canonical_bytes(without(head, "signature"))
+        if not isinstance(signature, str) or not verify(self.authority_key(), body, signature):
+            raise ApiError(200, "HEAD_NOT_SIGNED", "the head is not signed by the authority")
+        return head
 
     # -- machinery ------------------------------------------------------------------------------
 

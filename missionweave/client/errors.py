@@ -55,8 +55,19 @@ class ChainBroken(ClientError):
     group, or a different event id at an already processed sequence. Nothing from
     ``sequence`` on is handed to the handler or advances the cursor."""
 
-    def __init__(self, group: str, sequence: int, reason: str) -> None:
-        super().__init__(f"group {group!r}: event {sequence} refused: {reason}")
+    def __init__(self, group: str | None, sequence: int, reason: str) -> None:
+        where = f"group {group!r}" if group is not None else "a socket of several groups"
+        super().__init__(f"{where}: event {sequence} refused: {reason}")
         self.group = group
         self.sequence = sequence
         self.reason = reason
+
+
+class SnapshotRejected(ChainBroken):
+    """A snapshot offered after ``CURSOR_TOO_OLD`` that fails a check (R16-11): not canonical,
+    not the authority's signature, another digest, group or sequence. ``sequence`` is the
+    snapshot's, the first position this client could not verify; ``what`` names the check."""
+
+    def __init__(self, group: str, sequence: int, what: str, reason: str) -> None:
+        super().__init__(group, sequence, f"snapshot refused ({what}): {reason}")
+        self.what = what

@@ -16,6 +16,16 @@ pages here, the websocket stream later):
   names its sequence and nothing more of that group is processed;
 * the handler runs first, the cursor is persisted after it returned (R16-03), so a crash
   between the two redelivers the event rather than losing it.
+
+An event whose ``hash`` is not the digest of its content is refused on arrival, before it is
+buffered or compared with anything: its other fields cannot be trusted, so the error names
+the first sequence this client has not verified (``cursor + 1``), not the one it claims.
+
+When the position is older than the online log (``CURSOR_TOO_OLD``, R16-10) the feed restores
+the signed snapshot the authority names — canonical bytes, its digest and the authority's
+signature all checked (R16-11, ``SnapshotRejected`` otherwise) — hands it to ``on_snapshot``
+and moves the cursor to its sequence and event hash, so the next event must chain onto it.
+``verify_head`` checks the verified chain against the authority-signed head (wire.md §4).
 """
 
 from __future__ import annotations
@@ -28,11 +38,13 @@ from typing import Any
 
 from missionweave.protocol.canonical import ZERO_HASH
 from missionweave.protocol.events import event_hash
+from missionweave.protocol.snapshots import SnapshotRefused, verify_snapshot
 
 from .agent import AgentClient
-from .errors import ChainBroken
+from .errors import ApiError, ChainBroken, SnapshotRejected
 
 Handler = Callable[[dict[str, Any]], None]
+SnapshotHandler = Callable[[dict[str, Any]], None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS cursors (
@@ -115,6 +127,21 @@ class CursorStore:
                 (group, event["event_id"], sequence),
             )
 
+    def restore(self, group: str, sequence: int, event_hash_at: str) -> None:
+        """Move the cursor forward to a verified snapshot's position (R16-10): the events up
+        to ``sequence`` are represented by the snapshot, and the next one must chain onto
+        ``event_hash_at``. Never backwards."""
+        with self._lock, self._transaction():
+            current, _ = self.position(group)
+            if sequence <= current:
+                raise ValueError(f"cursor {current} cannot be restored back to {sequence}")
+            self._db.execute(
+                "INSERT INTO cursors (group_id, sequence, hash) VALUES (?, ?, ?) "
+                "ON CONFLICT (group_id) DO UPDATE SET sequence = excluded.sequence, "
+                "hash = excluded.hash",
+                (group, sequence, event_hash_at),
+            )
+
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
 
@@ -135,14 +162,22 @@ class EventFeed:
     durable cursor position (at least once across a crash inside the handler, R16-01)."""
 
     def __init__(
-        self, client: AgentClient, store: CursorStore, group: str, handler: Handler
+        self,
+        client: AgentClient,
+        store: CursorStore,
+        group: str,
+        handler: Handler,
+        *,
+        on_snapshot: SnapshotHandler | None = None,
     ) -> None:
         self.client = client
         self.store = store
         self.group = group
         self.handler = handler
+        self.on_snapshot = on_snapshot
         self._buffer: dict[int, dict[str, Any]] = {}  # out-of-order events (R16-04)
         self.duplicates = 0  # dropped as already processed (R16-02)
+        self.restored: list[int] = []  # the sequences of the snapshots restored
 
     @property
     def cursor(self) -> int:
@@ -153,17 +188,31 @@ class EventFeed:
         """How many events wait behind a gap (R16-04)."""
         return len(self._buffer)
 
-    def catch_up(self, *, limit: int = 100) -> int:
-        """Read ``GET /groups/{g}/events?after=cursor`` page by page until the head; return
-        how many events the handler processed. A ``CURSOR_TOO_OLD`` refusal is raised as
-        ``ApiError`` (restoring from a snapshot is the caller's decision, wire.md §7)."""
+    def catch_up(self, *, limit: int = 100, through: int | None = None) -> int:
+        """Read ``GET /groups/{g}/events?after=cursor`` page by page until the head (or
+        ``through``); return how many events the handler processed.
+
+        ``CURSOR_TOO_OLD`` restores the snapshot it names and reads on from there (R16-10);
+        a page that does not parse is refused naming ``cursor + 1``, the first event it held.
+        """
         processed = 0
-        while True:
+        while through is None or self.cursor < through:
             after = self.cursor
-            page = self.client.get_json(
-                f"/groups/{self.group}/events", params={"after": after, "limit": limit}
-            )
-            events = page.get("events", [])
+            size = limit if through is None else max(1, min(limit, through - after))
+            try:
+                page = self.client.get_json(
+                    f"/groups/{self.group}/events", params={"after": after, "limit": size}
+                )
+            except ApiError as error:
+                if error.code == "CURSOR_TOO_OLD":
+                    self.restore(error.details.get("snapshot"))
+                    continue
+                if error.code == "UNEXPECTED_RESPONSE" and error.status == 200:
+                    raise ChainBroken(self.group, after + 1, error.message) from None
+                raise
+            events = page.get("events")
+            if not isinstance(events, list):
+                raise ChainBroken(self.group, after + 1, "a page without an events list")
             for event in events:
                 processed += self.deliver(event)
             head = page.get("head")
@@ -174,6 +223,58 @@ class EventFeed:
                 # cursor rather than past the gap (R16-05)
                 self._buffer.clear()
                 return processed
+        return processed
+
+    def restore(self, reference: object) -> dict[str, Any]:
+        """Restore the snapshot ``reference`` (``{sequence, digest, url}`` from a
+        ``CURSOR_TOO_OLD``) once it verifies; return it.
+
+        R16-11: the bytes must be the canonical snapshot, its digest the one referenced and
+        its signature the authority's; anything else is ``SnapshotRejected`` naming the
+        snapshot's sequence, and nothing moves. ``on_snapshot`` runs before the cursor moves
+        (like the handler, R16-03), so a crash in between restores again.
+        """
+        if not isinstance(reference, dict):
+            raise SnapshotRejected(self.group, self.cursor + 1, "reference", "none was offered")
+        sequence, digest, url = (reference.get(k) for k in ("sequence", "digest", "url"))
+        if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 1:
+            raise SnapshotRejected(self.group, self.cursor + 1, "reference", "no sequence")
+        if not isinstance(digest, str) or not isinstance(url, str):
+            raise SnapshotRejected(self.group, sequence, "reference", "no digest or url")
+        if sequence <= self.cursor:
+            raise SnapshotRejected(
+                self.group, sequence, "sequence", f"not after the cursor {self.cursor}"
+            )
+        raw = self.client.get_bytes(url)
+        try:
+            document = verify_snapshot(
+                raw, self.client.authority_key(), digest=digest, group=self.group, sequence=sequence
+            )
+        except SnapshotRefused as refused:
+            raise SnapshotRejected(self.group, sequence, refused.what, str(refused)) from None
+        if self.on_snapshot is not None:
+            self.on_snapshot(document)
+        self.store.restore(self.group, sequence, document["event_hash"])
+        self._buffer = {at: event for at, event in self._buffer.items() if at > sequence}
+        self.restored.append(sequence)
+        return document
+
+    def verify_head(self) -> dict[str, Any]:
+        """Check what this feed verified against the authority-signed head (wire.md §4):
+        catch up to the head's sequence, then the cursor's hash must be the head's hash.
+        Return the head; ``ChainBroken`` at the head's sequence otherwise."""
+        head = self.client.signed_head(self.group)
+        sequence, expected = head.get("sequence"), head.get("hash")
+        if not isinstance(sequence, int) or isinstance(sequence, bool):
+            raise ChainBroken(self.group, self.cursor + 1, "a signed head without a sequence")
+        if self.cursor < sequence:
+            self.catch_up(through=sequence)
+        cursor, verified_hash = self.store.position(self.group)
+        if cursor == sequence and verified_hash != expected:
+            raise ChainBroken(self.group, sequence, "the verified chain is not the signed head")
+        if cursor < sequence:
+            raise ChainBroken(self.group, cursor + 1, "could not reach the signed head")
+        return head
 
     def deliver(self, event: dict[str, Any]) -> int:
         """Take one event from any transport; return how many events were processed (the
@@ -182,8 +283,15 @@ class EventFeed:
         if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 1:
             raise ChainBroken(self.group, self.cursor + 1, "event without a valid sequence")
         if event.get("group") != self.group:
-            raise ChainBroken(self.group, sequence, f"event of group {event.get('group')!r}")
+            raise ChainBroken(self.group, self.cursor + 1, f"event of group {event.get('group')!r}")
         cursor, _ = self.store.position(self.group)
+        if event.get("hash") != event_hash(event):
+            # its fields cannot be trusted, the sequence included: name the first one not
+            # verified yet
+            self._buffer.clear()
+            raise ChainBroken(
+                self.group, cursor + 1, f"claims sequence {sequence}, hash is not its digest"
+            )
         event_id = event.get("event_id")
         known_at = self.store.processed_sequence_of(self.group, str(event_id))
         if sequence <= cursor or known_at is not None:
@@ -214,14 +322,13 @@ class EventFeed:
             raise ChainBroken(self.group, sequence, "another event was processed at this sequence")
 
     def _process(self, event: dict[str, Any]) -> None:
+        """Hand one event to the handler; its own hash was checked on arrival (``deliver``),
+        here it must chain onto the stored one."""
         cursor, previous_hash = self.store.position(self.group)
         sequence = int(event["sequence"])
         if event.get("prev_hash") != previous_hash:
             self._buffer.clear()
             raise ChainBroken(self.group, sequence, "prev_hash is not the previous event's hash")
-        if event.get("hash") != event_hash(event):
-            self._buffer.clear()
-            raise ChainBroken(self.group, sequence, "hash is not the digest of the event")
         assert sequence == cursor + 1
         self.handler(event)  # may raise: then the cursor stays where it was
         self.store.advance(self.group, event)  # durable only after the handler (R16-03)

@@ -7,6 +7,11 @@ with ``afterSequence`` = the durable cursor, so events processed before the brea
 handled twice and events after it are not lost; the duplicates the server may resend around
 the break (R16-09) are dropped. After each processed event the follower reports its durable
 cursors in an ``ACK`` frame (R16-07); acknowledging never deletes history (R16-08).
+
+``CURSOR_TOO_OLD`` for a group makes its feed restore the verified snapshot the frame names
+and subscribe again after the snapshot's sequence (wire.md §7, R16-10). A frame that does not
+parse, or an ``EVENT`` of a group not subscribed here, is corruption in transit: it is refused
+(``ChainBroken``) rather than skipped, naming the first sequence not yet verified.
 """
 
 from __future__ import annotations
@@ -20,8 +25,11 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.strictjson import parse as parse_json
+
 from .agent import AgentClient
-from .errors import ClientError
+from .errors import ChainBroken, ClientError
 from .feed import EventFeed
 
 STREAM_PATH = "/ws/v1/stream"
@@ -110,39 +118,70 @@ class StreamFollower:
                 self._socket = socket
             self.connections += 1
             try:
-                for group, feed in self.feeds.items():
-                    # R16-09: resume after the DURABLE cursor, not after what was received
-                    socket.send(
-                        json.dumps(
-                            {"op": "SUBSCRIBE", "group": group, "afterSequence": feed.cursor}
-                        )
-                    )
+                for feed in self.feeds.values():
+                    self._subscribe(socket, feed)
                 while not until() and time.monotonic() <= deadline:
                     try:
                         text = socket.recv(timeout=0.2)
                     except TimeoutError:
                         continue
-                    self.handle_frame(socket, json.loads(text))
+                    self.handle_text(socket, text)
             finally:
                 with self._lock:
                     self._socket = None
+
+    @staticmethod
+    def _subscribe(socket: ClientConnection, feed: EventFeed) -> None:
+        """R16-09: resume after the DURABLE cursor, not after what was received."""
+        frame = {"op": "SUBSCRIBE", "group": feed.group, "afterSequence": feed.cursor}
+        socket.send(json.dumps(frame))
+
+    def handle_text(self, socket: ClientConnection, text: str | bytes) -> None:
+        """Parse one frame strictly and act on it; an unreadable frame is refused."""
+        try:
+            frame = parse_json(text)
+        except ProtocolError as error:
+            raise self._corrupt(f"an unreadable frame: {error.message}") from None
+        if not isinstance(frame, dict):
+            raise self._corrupt("a frame that is not an object")
+        self.handle_frame(socket, frame)
+
+    def _corrupt(self, reason: str, group: object = None) -> ChainBroken:
+        """Name the feed a corrupted frame was for: the group it names if subscribed here,
+        the only feed if there is one, else the lowest unverified position of them all."""
+        feed = self.feeds.get(group) if isinstance(group, str) else None
+        if feed is None and len(self.feeds) == 1:
+            feed = next(iter(self.feeds.values()))
+        if feed is not None:
+            return ChainBroken(feed.group, feed.cursor + 1, reason)
+        return ChainBroken(None, min(f.cursor for f in self.feeds.values()) + 1, reason)
 
     def handle_frame(self, socket: ClientConnection, frame: dict[str, Any]) -> None:
         """Act on one server frame (public so a caller with its own socket loop can use it)."""
         op = frame.get("op")
         if op == "EVENT":
-            event = frame.get("event") or {}
-            feed = self.feeds.get(str(event.get("group")))
+            event = frame.get("event")
+            if not isinstance(event, dict):
+                raise self._corrupt("an EVENT frame without an event object")
+            feed = self.feeds.get(event.get("group"))  # type: ignore[arg-type]
             if feed is None:
-                return  # not subscribed here: ignore
+                # the server sends only subscribed groups: a foreign group name is corruption
+                raise self._corrupt(f"an EVENT of group {event.get('group')!r}")
             if feed.deliver(event) == 0 and feed.buffered:
                 # R16-05: a gap on the stream is filled from the log, never skipped
                 feed.catch_up()
             if self.ack:
                 socket.send(json.dumps({"op": "ACK", "cursors": self._cursors()}))
         elif op == "ERROR":
-            if frame.get("code") == "ACK_BEYOND_HEAD":
+            code, group = frame.get("code"), frame.get("group")
+            if code == "ACK_BEYOND_HEAD":
                 return  # cannot happen for a durable cursor; never fatal for delivery
+            feed = self.feeds.get(group) if isinstance(group, str) else None
+            if code == "CURSOR_TOO_OLD" and feed is not None:
+                # R16-10: restore the verified snapshot, then follow from its sequence
+                feed.restore(frame.get("snapshot"))
+                self._subscribe(socket, feed)
+                return
             raise StreamError(frame)
         # ACKED and unknown ops carry nothing the follower must act on
 

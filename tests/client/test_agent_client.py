@@ -28,6 +28,7 @@ from missionweave.client import (
     StreamFollower,
     Unavailable,
 )
+from missionweave.protocol.events import event_hash
 from tests import factories
 from tests.factories import World, build_world, mission_body
 from tests.live_server import LiveServer
@@ -313,6 +314,10 @@ def test_the_cursor_never_advances_over_a_gap(
         assert feed.cursor == 3
         assert feed.duplicates == 1
         forged = {**events[1], "event_id": "evt-forged"}
+        with pytest.raises(ChainBroken) as tampered:
+            feed.deliver(forged)  # its hash no longer matches: nothing it claims is trusted
+        assert tampered.value.sequence == 4
+        forged["hash"] = event_hash(forged)  # well formed, but not what was processed at 2
         with pytest.raises(ChainBroken) as broken:
             feed.deliver(forged)
         assert broken.value.sequence == 2

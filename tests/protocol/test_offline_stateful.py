@@ -457,9 +457,13 @@ def test_buffered_commands_are_applied_only_inside_their_window_and_charged_once
     run_state_machine_as_test(
         OfflineReconciliation,
         settings=settings(
-            max_examples=150,
+            max_examples=300,
             stateful_step_count=40,
             deadline=None,
+            # the coverage check below must not depend on the luck of one run: a fixed
+            # sequence of examples reaches every outcome (a random one missed a budget
+            # overflow about half the time)
+            derandomize=True,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )

@@ -206,3 +206,30 @@ _json_ish = st.text(
 def test_parse_raises_only_protocol_errors_on_arbitrary_text(data: str) -> None:
     """wire§1/§8: lone surrogates, control characters or JSON shards are refused cleanly."""
     _only_protocol_errors(data)
+
+
+_escaped_strings = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["\\ud800", "\\uDBFF", "\\udc00", "\\uDFFF", "\\ud83d\\ude00", "\\\\ud800"]
+        ),
+        st.sampled_from(["\\u0041", "\\n", "a", "é", "\\\\", "\\u00e9"]),
+    ),
+    max_size=6,
+).map(lambda parts: '{"k' + "".join(parts[:2]) + '": "' + "".join(parts) + '"}')
+
+
+@settings(max_examples=400)
+@given(_escaped_strings)
+def test_whatever_is_accepted_can_be_canonicalised(text: str) -> None:
+    """wire§1: a lone surrogate escape, in a key or a value, is refused; a surrogate pair or
+    an escaped backslash before ``u`` is not one. Everything accepted canonicalises, though
+    parse only canonicalises when the text holds a surrogate escape."""
+    try:
+        canonical_bytes(json.loads(text))
+    except (ValueError, UnicodeError):
+        with pytest.raises(ProtocolError) as refused:
+            strictjson.parse(text)
+        assert refused.value.code is ErrorCode.MALFORMED
+    else:
+        canonical_bytes(strictjson.parse(text))

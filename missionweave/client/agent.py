@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -114,6 +115,8 @@ class AgentClient:
         self._sleep = sleep
         self.session: Session | None = None
         self._authority_key = authority_key
+        # the stream follower's thread and the caller's share the session: one opens it
+        self._session_lock = threading.RLock()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -266,18 +269,31 @@ class AgentClient:
 
     # -- machinery ------------------------------------------------------------------------------
 
-    def _require_session(self) -> Session:
-        return self.session if self.session is not None else self.open_session()
+    def current_session(self) -> Session:
+        """The open session, opened first if there is none (once, whatever the threads)."""
+        with self._session_lock:
+            return self.session if self.session is not None else self.open_session()
+
+    def renew_session(self, stale_token: str) -> Session:
+        """Open a new session because ``stale_token`` was refused; if another thread already
+        replaced it, use that one instead of replacing it again (each new session makes the
+        previous token stale, R11.3-10, so two threads renewing in turn would never settle)."""
+        with self._session_lock:
+            if self.session is None or self.session.token == stale_token:
+                return self.open_session()
+            return self.session
+
+    _require_session = current_session
 
     def _auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._require_session().token}"}
 
     def _with_session(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
         """Run ``attempt`` with retries; on 401 ``STALE_SESSION`` reopen once and resend."""
-        self._require_session()
+        token = self.current_session().token
         response = self._retrying(attempt)
         if response.status_code == 401 and _code(response) == "STALE_SESSION":
-            self.open_session()
+            self.renew_session(token)
             response = self._retrying(attempt)
         self._ok(response)
         return response

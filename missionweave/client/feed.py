@@ -65,7 +65,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS processed_sequence ON processed (group_id, seq
 class CursorStore:
     """Per-group durable cursors in a SQLite file (stdlib ``sqlite3``, WAL, synchronous FULL
     so a committed cursor survives a power cut). One connection shared by the threads of an
-    agent (a stream follower thread, the REST catch-up), serialised by a lock."""
+    agent (a stream follower thread, the REST catch-up), serialised by a lock.
+
+    One process owns a file: the positions it committed are also kept in memory, so reading
+    the cursor (several times per event) costs no query."""
 
     def __init__(self, path: str | Path) -> None:
         self._lock = threading.RLock()
@@ -73,6 +76,12 @@ class CursorStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        self._positions: dict[str, tuple[int, str]] = {
+            group: (int(sequence), str(hash_))
+            for group, sequence, hash_ in self._db.execute(
+                "SELECT group_id, sequence, hash FROM cursors"
+            )
+        }
 
     def close(self) -> None:
         with self._lock:
@@ -84,8 +93,8 @@ class CursorStore:
 
     def position(self, group: str) -> tuple[int, str]:
         """``(cursor, hash of that event)``; ``(0, ZERO_HASH)`` before the first event."""
-        row = self._one("SELECT sequence, hash FROM cursors WHERE group_id = ?", (group,))
-        return (int(row[0]), str(row[1])) if row else (0, ZERO_HASH)
+        with self._lock:
+            return self._positions.get(group, (0, ZERO_HASH))
 
     def cursor(self, group: str) -> int:
         return self.position(group)[0]
@@ -93,7 +102,7 @@ class CursorStore:
     def cursors(self) -> dict[str, int]:
         """Every group's cursor (what an ``ACK`` frame reports, R16-07)."""
         with self._lock:
-            return dict(self._db.execute("SELECT group_id, sequence FROM cursors").fetchall())
+            return {group: sequence for group, (sequence, _) in self._positions.items()}
 
     def processed_id_at(self, group: str, sequence: int) -> str | None:
         row = self._one(
@@ -112,35 +121,37 @@ class CursorStore:
 
         Only ever by one: the cursor is contiguous (R16-05, R16-06)."""
         sequence = int(event["sequence"])
-        with self._lock, self._transaction():
+        with self._lock:
             current, _ = self.position(group)
             if sequence != current + 1:
                 raise ValueError(f"cursor {current} cannot advance to {sequence} (R16-05)")
-            self._db.execute(
-                "INSERT INTO cursors (group_id, sequence, hash) VALUES (?, ?, ?) "
-                "ON CONFLICT (group_id) DO UPDATE SET sequence = excluded.sequence, "
-                "hash = excluded.hash",
-                (group, sequence, event["hash"]),
-            )
-            self._db.execute(
-                "INSERT INTO processed (group_id, event_id, sequence) VALUES (?, ?, ?)",
-                (group, event["event_id"], sequence),
-            )
+            self._move(group, sequence, event["hash"], processed=event["event_id"])
 
     def restore(self, group: str, sequence: int, event_hash_at: str) -> None:
         """Move the cursor forward to a verified snapshot's position (R16-10): the events up
         to ``sequence`` are represented by the snapshot, and the next one must chain onto
         ``event_hash_at``. Never backwards."""
-        with self._lock, self._transaction():
+        with self._lock:
             current, _ = self.position(group)
             if sequence <= current:
                 raise ValueError(f"cursor {current} cannot be restored back to {sequence}")
+            self._move(group, sequence, event_hash_at, processed=None)
+
+    def _move(self, group: str, sequence: int, hash_: str, *, processed: str | None) -> None:
+        """Commit the new position (and the processed event id), then remember it."""
+        with self._transaction():
             self._db.execute(
                 "INSERT INTO cursors (group_id, sequence, hash) VALUES (?, ?, ?) "
                 "ON CONFLICT (group_id) DO UPDATE SET sequence = excluded.sequence, "
                 "hash = excluded.hash",
-                (group, sequence, event_hash_at),
+                (group, sequence, hash_),
             )
+            if processed is not None:
+                self._db.execute(
+                    "INSERT INTO processed (group_id, event_id, sequence) VALUES (?, ?, ?)",
+                    (group, processed, sequence),
+                )
+        self._positions[group] = (sequence, hash_)
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)

@@ -5,8 +5,10 @@ verifies the chain, drops duplicates by event id and never moves the cursor over
 (R16-02, R16-03, R16-05). On a lost connection the follower reconnects and subscribes again
 with ``afterSequence`` = the durable cursor, so events processed before the break are not
 handled twice and events after it are not lost; the duplicates the server may resend around
-the break (R16-09) are dropped. After each processed event the follower reports its durable
-cursors in an ``ACK`` frame (R16-07); acknowledging never deletes history (R16-08).
+the break (R16-09) are dropped. The follower reports its durable cursors in an ``ACK`` frame
+(R16-07) at most every ``ack_every_s`` while events flow and as soon as the socket is idle, so
+a burst of events costs the authority one cursor write, not one per event; acknowledging never
+deletes history (R16-08).
 
 ``CURSOR_TOO_OLD`` for a group makes its feed restore the verified snapshot the frame names
 and subscribe again after the snapshot's sequence (wire.md §7, R16-10). A frame that does not
@@ -22,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from missionweave.protocol.errors import ProtocolError
@@ -60,6 +62,7 @@ class StreamFollower:
         feeds: Iterable[EventFeed],
         *,
         ack: bool = True,
+        ack_every_s: float = 0.25,
         reconnect_delay_s: float = 0.2,
         max_reconnects: int = 20,
         origin: str | None = None,
@@ -68,6 +71,9 @@ class StreamFollower:
         self.url = ws_url.rstrip("/") + STREAM_PATH
         self.feeds = {feed.group: feed for feed in feeds}
         self.ack = ack
+        self.ack_every_s = ack_every_s
+        self._acked: dict[str, int] = {}
+        self._acked_at = 0.0
         self.reconnect_delay_s = reconnect_delay_s
         self.max_reconnects = max_reconnects
         self.origin = origin
@@ -87,29 +93,33 @@ class StreamFollower:
         while not until():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the stream did not reach the condition in {timeout_s} s")
+            before = self._cursors()
             try:
                 self._follow(until, deadline)
                 failures = 0
-            except (ConnectionClosed, OSError) as error:
-                failures += 1
+            except (ConnectionClosed, InvalidHandshake, OSError) as error:
+                # a dropped socket, a handshake an overloaded server did not finish, or one
+                # still refused after renewing the session: retried, up to max_reconnects
+                # a connection that moved a cursor before it broke was progress
+                failures = 1 if self._cursors() != before else failures + 1
                 if failures > self.max_reconnects:
                     raise ClientError(f"stream lost {failures} times in a row") from error
                 time.sleep(self.reconnect_delay_s)
 
     def _open(self) -> ClientConnection:
         """Handshake with the session token; a refused handshake (a replaced session,
-        R11.3-10) reopens the session once."""
-        for attempt in range(2):
-            session = self.client.session or self.client.open_session()
+        R11.3-10) renews the session — unless another thread already did — and tries again."""
+        for attempt in range(3):
+            session = self.client.current_session()
             try:
                 headers = {"Authorization": f"Bearer {session.token}"}
                 if self.origin:
                     headers["Origin"] = self.origin
                 return connect(self.url, additional_headers=headers, open_timeout=10)
             except InvalidStatus:
-                if attempt:
+                if attempt == 2:
                     raise
-                self.client.open_session()
+                self.client.renew_session(session.token)
         raise AssertionError("unreachable")
 
     def _follow(self, until: Callable[[], bool], deadline: float) -> None:
@@ -124,14 +134,15 @@ class StreamFollower:
                     try:
                         text = socket.recv(timeout=0.2)
                     except TimeoutError:
+                        self._acknowledge(socket, idle=True)
                         continue
                     self.handle_text(socket, text)
+                self._acknowledge(socket, idle=True)
             finally:
                 with self._lock:
                     self._socket = None
 
-    @staticmethod
-    def _subscribe(socket: ClientConnection, feed: EventFeed) -> None:
+    def _subscribe(self, socket: ClientConnection, feed: EventFeed) -> None:
         """R16-09: resume after the DURABLE cursor, not after what was received."""
         frame = {"op": "SUBSCRIBE", "group": feed.group, "afterSequence": feed.cursor}
         socket.send(json.dumps(frame))
@@ -170,8 +181,7 @@ class StreamFollower:
             if feed.deliver(event) == 0 and feed.buffered:
                 # R16-05: a gap on the stream is filled from the log, never skipped
                 feed.catch_up()
-            if self.ack:
-                socket.send(json.dumps({"op": "ACK", "cursors": self._cursors()}))
+            self._acknowledge(socket, idle=False)
         elif op == "ERROR":
             code, group = frame.get("code"), frame.get("group")
             if code == "ACK_BEYOND_HEAD":
@@ -184,6 +194,20 @@ class StreamFollower:
                 return
             raise StreamError(frame)
         # ACKED and unknown ops carry nothing the follower must act on
+
+    def _acknowledge(self, socket: ClientConnection, *, idle: bool) -> None:
+        """Send the durable cursors that moved since the last ``ACK`` (R16-07): at once when
+        the socket is idle, else when ``ack_every_s`` has passed since the last one."""
+        if not self.ack:
+            return
+        cursors = self._cursors()
+        if cursors == self._acked:
+            return
+        now = time.monotonic()
+        if not idle and now - self._acked_at < self.ack_every_s:
+            return
+        socket.send(json.dumps({"op": "ACK", "cursors": cursors}))
+        self._acked, self._acked_at = cursors, now
 
     def _cursors(self) -> dict[str, int]:
         return {group: feed.cursor for group, feed in self.feeds.items() if feed.cursor > 0}

@@ -215,6 +215,16 @@ MWP_SWEEP_INTERVAL_S = float(os.environ.get("MWP_SWEEP_INTERVAL_S", "5.0"))
 # snapshots only groups with MWP_SNAPSHOT_EVERY_EVENTS new events since their last one.
 MWP_SNAPSHOT_INTERVAL_S = float(os.environ.get("MWP_SNAPSHOT_INTERVAL_S", "3600"))
 MWP_SNAPSHOT_EVERY_EVENTS = int(os.environ.get("MWP_SNAPSHOT_EVERY_EVENTS", "1000"))
+# Archiving by retention (apps/ledger/retention.py; R16-08, R16-10): every
+# MWP_ARCHIVE_INTERVAL_S seconds beat moves the events recorded more than
+# MWP_ARCHIVE_RETENTION_S seconds ago (database clock) from the online log into the archive,
+# keeping at least the newest MWP_ARCHIVE_KEEP_EVENTS online. Nothing is deleted: archived
+# events stay exportable and verifiable. A retention of 0 (or empty) turns it off.
+MWP_ARCHIVE_RETENTION_S = float(
+    os.environ.get("MWP_ARCHIVE_RETENTION_S", str(30 * 24 * 3600)) or "0"
+)
+MWP_ARCHIVE_KEEP_EVENTS = int(os.environ.get("MWP_ARCHIVE_KEEP_EVENTS") or "0")
+MWP_ARCHIVE_INTERVAL_S = float(os.environ.get("MWP_ARCHIVE_INTERVAL_S") or "3600")
 
 
 def _celery_broker() -> tuple[str, dict]:
@@ -293,6 +303,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.ledger.tasks.snapshot_groups",
         "schedule": MWP_SNAPSHOT_INTERVAL_S,
         "options": {"expires": max(60.0, MWP_SNAPSHOT_INTERVAL_S)},
+    },
+    # Events older than the retention into the archive (apps/ledger/retention.py); a late
+    # run is superseded by the next, a doubled one finds nothing left to move.
+    "archive-groups": {
+        "task": "apps.ledger.tasks.archive_groups",
+        "schedule": MWP_ARCHIVE_INTERVAL_S,
+        "options": {"expires": max(60.0, MWP_ARCHIVE_INTERVAL_S)},
     },
 }
 # --- end Celery --------------------------------------------------------------------------

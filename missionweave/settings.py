@@ -129,7 +129,23 @@ DATABASES = {"default": _database()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
-if REDIS_URL:
+# Which Redis layer carries the stream's hints: "pubsub" (the default) or "core", the
+# list-based RedisChannelLayer whose per-channel capacity (MWP_CHANNEL_CAPACITY) and expiry
+# drop messages when exceeded. Either way broadcasts are only hints (apps/stream/consumers.py).
+MWP_CHANNEL_LAYER = os.environ.get("MWP_CHANNEL_LAYER", "pubsub")
+if REDIS_URL and MWP_CHANNEL_LAYER == "core":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": os.environ.get("MWP_CHANNEL_PREFIX", "mwp"),
+                "capacity": int(os.environ.get("MWP_CHANNEL_CAPACITY", "100")),
+                "expiry": int(os.environ.get("MWP_CHANNEL_EXPIRY_S", "60")),
+            },
+        }
+    }
+elif REDIS_URL:
     # The pub/sub layer: the default RedisChannelLayer silently drops messages under load
     # (TOOLCHAIN.md). Broadcasts are hints anyway: the stream reads the log by sequence.
     CHANNEL_LAYERS = {

@@ -113,11 +113,17 @@ def _wait_until_ready(url: str, process: subprocess.Popen, log_path: Path) -> No
 
 @contextmanager
 def run_live_server(
-    *, database_name: str, channel_prefix: str, app: str = DEFAULT_APP, port: int = 0
+    *,
+    database_name: str,
+    channel_prefix: str,
+    app: str = DEFAULT_APP,
+    port: int = 0,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[LiveServer]:
     """Run ``daphne`` serving ``app`` against ``database_name`` until the block exits.
 
     ``port`` 0 picks a free one; a test that restarts a server passes the previous port.
+    ``extra_env`` overrides settings from the environment (e.g. the channel layer).
     """
     if not os.environ.get("DATABASE_URL"):
         raise RuntimeError(
@@ -138,6 +144,7 @@ def run_live_server(
         "MWP_AUTHORITY_KEY": os.environ.get("MWP_AUTHORITY_KEY") or _authority_key_seed(),
         # libpq names the server's database sessions, so stopping can wait for them to end.
         "PGAPPNAME": application_name,
+        **(extra_env or {}),
     }
     # Whatever the test process relaxed, the server keeps Django's async-safety check.
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -37,7 +37,16 @@ HOW_TO = [
     "logs to `var/benchmarks/daphne-*.log`. `python -m benchmarks.run --only sweep` resets "
     "the database and runs section 6 alone (about two minutes), replacing only that section "
     "of the report; its knobs are `BENCH_SWEEP_LEASES` (100,000; 10 % due), "
-    "`BENCH_SWEEP_GROUPS` (10) and `BENCH_SWEEP_LIMIT` (1,000, `sweep_due`'s default).",
+    "`BENCH_SWEEP_GROUPS` (10) and `BENCH_SWEEP_LIMIT` (1,000, `sweep_due`'s default). "
+    "`python -m benchmarks.run --only stream` resets the database and runs section 7 alone "
+    "(1,001 agents with sessions, then 1, 100 and 1,000 websocket subscribers; about five to seven "
+    "minutes; needs Redis: `BENCH_REDIS_URL`; `BENCH_STREAM_EVENTS_SCALE` scales the 200, 60 "
+    "and 20 timed events). `python -m benchmarks.run --only replay` runs section 8 in its "
+    "own database, `BENCH_REPLAY_DATABASE_URL` (default `mw_bench_replay`), which it builds "
+    "once (about five minutes for `BENCH_REPLAY_EVENTS`, default 1,000,000) and reuses while "
+    "it checks out (then about a minute). Each replaces only its own section; `make bench` "
+    "measures neither and keeps both from the existing report; `--render-only` re-renders a "
+    "section from its saved figures.",
     "",
 ]
 
@@ -420,18 +429,26 @@ def sweep_block(results: Results) -> list[str]:
     return [SWEEP_BEGIN, "", *section, SWEEP_END, ""] if section else []
 
 
-def splice_sweep(document: str, results: Results) -> str:
-    """``document`` with section 6 replaced by this run's (``--only sweep``): between the
-    markers if it has them, else before *Where the time goes*, else at the end."""
-    block = "\n".join(sweep_block(results))
-    if SWEEP_BEGIN in document and SWEEP_END in document:
-        before, rest = document.split(SWEEP_BEGIN, 1)
-        after = rest.split(SWEEP_END, 1)[1].lstrip("\n")
+def splice_block(document: str, begin: str, end: str, block: str) -> str:
+    """``document`` with the text between the markers ``begin`` and ``end`` replaced by
+    ``block`` (which carries its own markers) if it has them, else ``block`` inserted before
+    *Where the time goes*, else appended."""
+    if begin in document and end in document:
+        before, rest = document.split(begin, 1)
+        after = rest.split(end, 1)[1].lstrip("\n")
         return before + block + after
+    if not block:
+        return document
     if SWEEP_ANCHOR in document:
         index = document.index(SWEEP_ANCHOR)
         return document[:index] + block + document[index:]
     return document.rstrip("\n") + "\n\n" + block
+
+
+def splice_sweep(document: str, results: Results) -> str:
+    """``document`` with section 6 replaced by this run's (``--only sweep``): between the
+    markers if it has them, else before *Where the time goes*, else at the end."""
+    return splice_block(document, SWEEP_BEGIN, SWEEP_END, "\n".join(sweep_block(results)))
 
 
 def render(results: Results) -> str:

@@ -11,11 +11,20 @@ against one SQL ``UPDATE`` (section 6). The report goes to ``docs/benchmarks.md`
 ``--only sweep`` resets the database and measures section 6 alone, then replaces only that
 section of the existing report (the other figures stay those of the last full run); its raw
 figures go to ``var/benchmarks/sweep.json``.
+
+``--only stream`` resets the database and measures section 7 (latency from a command's
+acceptance to its EVENT frame at 1, 100 and 1,000 websocket subscribers); ``--only replay``
+measures section 8 (replaying a 1,000,000-event group over the stream and REST) in its own
+database ``BENCH_REPLAY_DATABASE_URL`` (default ``mw_bench_replay``), built once and reused
+while it checks out. Each replaces only its section; a full run keeps both as they were.
+Their raw figures go to ``var/benchmarks/stream.json`` and ``replay.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import time
@@ -30,6 +39,8 @@ if TYPE_CHECKING:
     from .results import Results
     from .sweep import SweepResult
     from .world import BenchWorld
+
+REPLAY_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_replay"
 
 
 def _log(message: str) -> None:
@@ -208,22 +219,64 @@ def measure_sweep_only(config: BenchConfig, command: str) -> Results:
     return results
 
 
+def stream_section_only(
+    section: str, config: BenchConfig, *, quick: bool, render_only: bool
+) -> int:
+    """``--only stream`` (section 7) or ``--only replay`` (section 8): measure (or load the
+    saved figures), then replace only that section of the report."""
+    from .replay import ReplayResult, measure_replay, replay_events
+    from .stream import StreamResult, measure_stream, stream_plan
+    from .stream_report import splice_replay, splice_stream
+
+    command = f"python -m benchmarks.run --only {section}" + (" --quick" if quick else "")
+    saved = ROOT / "var" / "benchmarks" / f"{section}{'-quick' if quick else ''}.json"
+    result: StreamResult | ReplayResult
+    if render_only:
+        data = json.loads(saved.read_text())
+        command = data["command"]
+        loaded = StreamResult.from_dict if section == "stream" else ReplayResult.from_dict
+        result = loaded(data[section])
+    elif section == "stream":
+        if not config.redis_url:
+            raise SystemExit("--only stream measures the Redis channel layer: set BENCH_REDIS_URL")
+        _fresh_results(config, command)  # reset and migrate the benchmark database
+        result = measure_stream(config, stream_plan(quick=quick), log=_log)
+    else:
+        result = measure_replay(config, replay_events(quick=quick), log=_log)
+    document = config.output.read_text() if config.output.exists() else "# Benchmarks\n"
+    if isinstance(result, StreamResult):
+        document = splice_stream(document, result, command)
+    else:
+        document = splice_replay(document, result, command)
+    config.output.write_text(document)
+    if not render_only:
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"command": command, section: result.as_dict()}
+        saved.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    _log(f"wrote section {7 if section == 'stream' else 8} of {config.output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the wiring only")
     parser.add_argument(
         "--only",
-        choices=["sweep"],
+        choices=["sweep", "stream", "replay"],
         help="measure this section alone and replace only it in the existing report",
     )
     parser.add_argument(
         "--render-only",
         action="store_true",
-        help="with --only sweep: measure nothing, render the section again from the figures "
-        "the last run saved (after editing benchmarks/sweep_interpretation.md)",
+        help="with --only: measure nothing, render the section again from the figures "
+        "the last run saved (after editing its benchmarks/*interpretation.md)",
     )
     args = parser.parse_args(argv)
     config = load_config(quick=args.quick)
+    if args.only == "replay":  # its own database, kept between runs
+        default = REPLAY_DATABASE_URL + ("_quick" if args.quick else "")  # never the big one
+        replay_url = os.environ.get("BENCH_REPLAY_DATABASE_URL", default)
+        config = dataclasses.replace(config, database_url=replay_url)
     _setup_django(config)
 
     from .report import render, splice_sweep
@@ -247,9 +300,18 @@ def main(argv: list[str] | None = None) -> int:
         results.dump(saved)
         _log(f"wrote section 6 of {config.output}")
         return 0
+    if args.only in ("stream", "replay"):
+        return stream_section_only(
+            args.only, config, quick=args.quick, render_only=args.render_only
+        )
     command = "python -m benchmarks.run --quick" if args.quick else "make bench"
     results = measure(config, command)
-    config.output.write_text(render(results))
+    document = render(results)
+    if config.output.exists():
+        from .stream_report import carry_over
+
+        document = carry_over(config.output.read_text(), document)
+    config.output.write_text(document)
     results.dump(raw / ("quick.json" if args.quick else "results.json"))
     _log(f"wrote {config.output}")
     return 0

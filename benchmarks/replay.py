@@ -1,0 +1,529 @@
+"""Section 8: replaying a 1,000,000-event group, over the stream and over REST pages.
+
+**The group.** Through the write path: the group, a writer (coordinator) and a reader
+(observer) agent with their memberships, and one ``mission.create`` whose stored event is
+the *template*. Then, in one transaction holding the head row's lock as the write path does,
+the remaining events are generated in Python — the template's document with a new
+``event_id``, ``sequence``, ``command_id``, mission id, ``recorded_at`` (one microsecond
+apart) and ``prev_hash``, hashed with the protocol's own :func:`event_hash` and stored as
+canonical JSON — and ``COPY``-ed into ``ledger_event``; the head row takes the last sequence
+and hash. Finally one more ``mission.create`` goes through the write path, which appends
+after the generated head only if the chain's head row is consistent. The generated events'
+missions are not in the projections (nothing here reads them) and have no command records.
+
+**Verification.** After building, every event is read back in order and
+:func:`first_chain_break` checks the whole chain (sequences gapless from 1, each
+``prev_hash`` the previous ``hash``, each ``hash`` the digest of its own content) and that
+it ends at the head row. The built database is kept (``BENCH_REPLAY_DATABASE_URL``, default
+``mw_bench_replay``) with the reader's key in ``var/benchmarks/``; a later run reuses it
+after cheaper checks (row count and sequence range against the head row, the head hash, and
+:data:`SAMPLE_WINDOWS` random windows of consecutive events chain-checked).
+
+**Replays.** (a) One socket, ``SUBSCRIBE`` after 0, counting EVENT frames until the head's;
+(b) ``GET /api/v1/groups/{g}/events?after=N&limit=1000`` page after page on one keep-alive
+connection, each page parsed (the client needs ``next_after``) until the head. Rate: events
+over wall time; the CPU of the daphne processes and of this client is reported next to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from django.core.management import call_command
+from django.db import connection, transaction
+
+from apps.ledger.models import Event, GroupLog
+from apps.ledger.write_path import Caller, submit_command
+from apps.registry import services
+from missionweave.protocol.canonical import ZERO_HASH, canonical_bytes
+from missionweave.protocol.events import event_hash, first_chain_break
+from missionweave.protocol.signing import (
+    generate_private_key,
+    private_key_from_seed,
+    private_key_seed,
+    public_key_text,
+)
+from missionweave.protocol.timefmt import format_timestamp
+
+from .config import ROOT, BenchConfig
+from .database import database_name, maintenance_conninfo, reset_database
+from .envelopes import mission_create
+from .servers import running_servers
+from .stats import percentile
+from .stream import cpu_seconds, server_pids
+from .stream_clients import replay_count
+from .world import BenchAgent, _open_session
+
+ORGANIZATION = "org-replay"
+ADMIN = "replay-admin"
+GROUP = "replay-g"
+COPY_ROWS = 20_000
+SAMPLE_WINDOWS = 200
+WINDOW = 50
+PAGE_LIMIT = 1000
+COPY_COLUMNS = "group_id, sequence, event_id, type, command_id, actor, recorded_at, hash, document"
+
+
+def replay_events(*, quick: bool) -> int:
+    return int(os.environ.get("BENCH_REPLAY_EVENTS", "5000" if quick else "1000000"))
+
+
+@dataclass
+class BuiltGroup:
+    """The group to replay and how it came to be (saved next to the database)."""
+
+    database: str
+    group: str
+    head: int
+    head_hash: str
+    generated: int  # events generated and COPY-ed (the rest came through the write path)
+    reader_id: str
+    reader_seed: str  # hex of the reader's Ed25519 seed: a benchmark-only key
+    built_at: str
+    build_s: float
+    verify_s: float
+    table_bytes: int = 0
+    reused: bool = False
+    check: str = ""  # how this run checked the chain
+    check_s: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "reader_seed"}
+
+
+@dataclass
+class ReplayRun:
+    """One replay of the whole log."""
+
+    way: str  # "stream" or "rest"
+    events: int
+    seconds: float
+    server_cpu_s: float
+    client_cpu_s: float
+    requests: int = 1  # pages for REST, sockets for the stream
+    request_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else float("nan")
+
+
+@dataclass
+class ReplayResult:
+    built: BuiltGroup
+    runs: list[ReplayRun]
+    servers: int = 1
+    started_at: str = ""
+    load_before: str = ""
+    load_after: str = ""
+    git_revision: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "built": self.built.as_dict(),
+            "runs": [{**dataclasses.asdict(run), "rate": run.rate} for run in self.runs],
+            "servers": self.servers,
+            "started_at": self.started_at,
+            "load_before": self.load_before,
+            "load_after": self.load_after,
+            "git_revision": self.git_revision,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReplayResult:
+        built = BuiltGroup(**{"reader_seed": "", **data["built"]})
+        runs = [ReplayRun(**{k: v for k, v in run.items() if k != "rate"}) for run in data["runs"]]
+        rest = {k: v for k, v in data.items() if k not in ("built", "runs")}
+        return cls(built=built, runs=runs, **rest)
+
+
+# --- the cache ---------------------------------------------------------------------------------
+
+
+def _state_path(url: str) -> Path:
+    return ROOT / "var" / "benchmarks" / f"replay-{database_name(url)}.json"
+
+
+def database_exists(url: str) -> bool:
+    with psycopg.connect(maintenance_conninfo(url), autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [database_name(url)]
+        ).fetchone()
+    return row is not None
+
+
+def _load_state(url: str, events: int) -> BuiltGroup | None:
+    path = _state_path(url)
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    built = BuiltGroup(**data)
+    return built if built.head == events else None
+
+
+def check_cached(built: BuiltGroup) -> str | None:
+    """Why the saved group cannot be reused (``None``: it can), checked cheaply."""
+    log = GroupLog.objects.filter(group_id=built.group).first()
+    if log is None or (log.head_sequence, log.head_hash) != (built.head, built.head_hash):
+        return "the head row differs from the saved one"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), min(sequence), max(sequence) FROM ledger_event WHERE group_id = %s",
+            [built.group],
+        )
+        count, low, high = cursor.fetchone()
+    if (count, low, high) != (built.head, 1, built.head):
+        return f"{count} events {low}..{high}, not 1..{built.head}"
+    last = Event.objects.get(group_id=built.group, sequence=built.head)
+    if last.hash != built.head_hash or event_hash(last.as_wire()) != built.head_hash:
+        return "the last event does not hash to the head"
+    rng = random.Random()
+    for _ in range(SAMPLE_WINDOWS):
+        start = rng.randint(1, max(1, built.head - WINDOW))
+        documents = [
+            json.loads(text)
+            for text in Event.objects.filter(
+                group_id=built.group, sequence__gte=start, sequence__lte=start + WINDOW
+            )
+            .order_by("sequence")
+            .values_list("document", flat=True)
+        ]
+        first = documents[0]
+        if first["hash"] != event_hash(first):
+            return f"event {start} does not hash to its own hash"
+        if first_chain_break(documents[1:], after_hash=first["hash"], after_sequence=start):
+            return f"the chain breaks in {start}..{start + WINDOW}"
+    return None
+
+
+# --- building ----------------------------------------------------------------------------------
+
+
+def _register(agent_id: str, key: Any) -> BenchAgent:
+    card = {
+        "name": agent_id,
+        "version": "1",
+        "capabilities": [{"id": "bench.replay", "version": "1"}],
+        "max_concurrency": 1,
+    }
+    services.agent_register(
+        body={
+            "id": agent_id,
+            "organization": ORGANIZATION,
+            "public_key": public_key_text(key.public_key()),
+            "agent_card": card,
+        }
+    )
+    return BenchAgent(agent_id, key)
+
+
+def _world() -> tuple[BenchAgent, BenchAgent]:
+    """The group, a coordinator (writer) and an observer (reader), through the services."""
+    services.organization_create(body={"id": ORGANIZATION, "name": "Replay benchmark"})
+    services.api_token_create(username=ADMIN, staff=True, label="replay benchmark")
+    admin = Caller(principal=f"user:{ADMIN}", kind="user", is_staff=True)
+    services.group_create(body={"id": GROUP, "organization": ORGANIZATION, "name": GROUP})
+    writer = _register("replay-writer", generate_private_key())
+    reader = _register("replay-reader", generate_private_key())
+    for agent, role in ((writer, "coordinator"), (reader, "observer")):
+        outcome = services.membership_grant(
+            group_id=GROUP, admin=admin, body={"principal": agent.principal, "roles": [role]}
+        )
+        agent.membership_epochs[GROUP] = outcome.body["result"]["epoch"]
+    _open_session(writer)
+    return writer, reader
+
+
+def _write(writer: BenchAgent) -> None:
+    submit_command(group_id=GROUP, document=mission_create(writer, GROUP), caller=writer.caller)
+
+
+def generated_rows(
+    template: dict[str, Any], *, after: int, prev_hash: str, count: int, start: datetime
+) -> Iterator[tuple[Any, ...]]:
+    """``count`` events chained after (``after``, ``prev_hash``), cloned from ``template``:
+    COPY rows of ``ledger_event``; the last row's hash is the new head's."""
+    payload = template["payload"]
+    for sequence in range(after + 1, after + count + 1):
+        recorded = start + timedelta(microseconds=sequence)
+        command_id = f"cmd-replay-{sequence:07d}"
+        document = {
+            "event_id": f"evt_{uuid.uuid4().hex}",
+            "group": template["group"],
+            "sequence": sequence,
+            "type": template["type"],
+            "command_id": command_id,
+            "actor": template["actor"],
+            "recorded_at": format_timestamp(recorded),
+            "payload": {**payload, "mission": f"m-replay-{sequence:07d}"},
+            "prev_hash": prev_hash,
+        }
+        document["hash"] = prev_hash = event_hash(document)
+        yield (
+            template["group"],
+            sequence,
+            document["event_id"],
+            document["type"],
+            command_id,
+            document["actor"],
+            recorded,
+            document["hash"],
+            canonical_bytes(document).decode("utf-8"),
+        )
+
+
+def _copy(rows: list[tuple[Any, ...]]) -> None:
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's own cursor: COPY is not in Django's cursor API
+        with raw.copy(f"COPY ledger_event ({COPY_COLUMNS}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def _bulk_append(count: int, log: Callable[[str], None]) -> int:
+    """Generate and COPY ``count`` events after the head, under its lock; returns count."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT head_sequence, head_hash, clock_timestamp() FROM ledger_grouplog "
+                "WHERE group_id = %s FOR UPDATE",
+                [GROUP],
+            )
+            head, head_hash, now = cursor.fetchone()
+        template = Event.objects.get(group_id=GROUP, sequence=head).as_wire()
+        assert template["type"] == "mission.created", template["type"]
+        rows: list[tuple[Any, ...]] = []
+        last_hash, last_sequence = head_hash, head
+        mark = time.perf_counter()
+        for row in generated_rows(
+            template, after=head, prev_hash=head_hash, count=count, start=now
+        ):
+            rows.append(row)
+            if len(rows) >= COPY_ROWS:
+                _copy(rows)
+                last_sequence, last_hash = rows[-1][1], rows[-1][7]
+                rows = []
+                if last_sequence % 100_000 < COPY_ROWS:
+                    rate = (last_sequence - head) / (time.perf_counter() - mark)
+                    log(f"replay build: {last_sequence:,} events ({rate:,.0f}/s)")
+        if rows:
+            _copy(rows)
+            last_sequence, last_hash = rows[-1][1], rows[-1][7]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE ledger_grouplog SET head_sequence = %s, head_hash = %s WHERE group_id = %s",
+                [last_sequence, last_hash, GROUP],
+            )
+    return count
+
+
+def populate(events: int, log: Callable[[str], None]) -> tuple[BenchAgent, int]:
+    """The group with ``events`` events: its world and first ``mission.create`` through the
+    write path, the bulk generated after it, the last command through the write path again
+    (which appends only after a consistent head). Returns the reader and how many events
+    were generated."""
+    writer, reader = _world()
+    _write(writer)  # the template: a mission.created the write path stored
+    before = GroupLog.objects.get(group_id=GROUP).head_sequence
+    generated = _bulk_append(events - before - 1, log)
+    _write(writer)
+    return reader, generated
+
+
+def verify_chain(group: str) -> tuple[int, str]:
+    """Every event of ``group`` in order chains from the zero hash, and ends at the head row;
+    returns (head, head hash). Raises ``AssertionError`` naming the first break."""
+    log = GroupLog.objects.get(group_id=group)
+    last: dict[str, Any] = {"sequence": 0, "hash": ZERO_HASH}
+
+    def documents() -> Iterator[dict[str, Any]]:
+        for text in (
+            Event.objects.filter(group_id=group)
+            .order_by("sequence")
+            .values_list("document", flat=True)
+            .iterator(chunk_size=10_000)
+        ):
+            document = json.loads(text)
+            last["sequence"], last["hash"] = document.get("sequence"), document.get("hash")
+            yield document
+
+    broken = first_chain_break(documents())
+    assert broken is None, f"the chain of {group} breaks at sequence {broken}"
+    assert (last["sequence"], last["hash"]) == (log.head_sequence, log.head_hash), (
+        f"the chain ends at {last['sequence']}, the head row says {log.head_sequence}"
+    )
+    return log.head_sequence, log.head_hash
+
+
+def _table_bytes() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_total_relation_size('ledger_event')")
+        return int(cursor.fetchone()[0])
+
+
+def build(url: str, events: int, log: Callable[[str], None]) -> BuiltGroup:
+    """A fresh database holding one valid ``events``-event group; saved for reuse."""
+    connection.close()
+    reset_database(url)
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    reader, generated = populate(events, log)
+    build_s = time.perf_counter() - started
+    log(f"replay build: {generated:,} events generated in {build_s:.0f} s; vacuum, verify")
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE) ledger_event")  # hint bits now, not in a replay
+    mark = time.perf_counter()
+    head, head_hash = verify_chain(GROUP)
+    verify_s = time.perf_counter() - mark
+    built = BuiltGroup(
+        database=database_name(url),
+        group=GROUP,
+        head=head,
+        head_hash=head_hash,
+        generated=generated,
+        reader_id=reader.id,
+        reader_seed=private_key_seed(reader.key).hex(),
+        built_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        build_s=build_s,
+        verify_s=verify_s,
+        check=f"built by this run; every event chain-checked ({verify_s:.0f} s)",
+        check_s=verify_s,
+    )
+    path = _state_path(url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dataclasses.asdict(built), indent=2) + "\n")
+    return built
+
+
+def prepare(url: str, events: int, log: Callable[[str], None]) -> BuiltGroup:
+    """The saved group if it still checks out, else a new one."""
+    saved = _load_state(url, events) if database_exists(url) else None
+    if saved is not None:
+        call_command("migrate", verbosity=0)
+        mark = time.perf_counter()
+        why = check_cached(saved)
+        if why is None:
+            saved.reused = True
+            saved.check_s = time.perf_counter() - mark
+            saved.check = (
+                f"reused from {saved.built_at} (fully chain-checked then, "
+                f"{saved.verify_s:.0f} s); this run: row count and sequence range against "
+                f"the head row, the last hash, {SAMPLE_WINDOWS} random windows of {WINDOW + 1} "
+                f"events chain-checked ({saved.check_s:.1f} s)"
+            )
+            log(f"replay: reusing {saved.head:,} events of {saved.database} ({saved.check})")
+            return saved
+        log(f"replay: cannot reuse {saved.database}: {why}; building again")
+    log(f"replay: building a {events:,}-event group in {database_name(url)}")
+    return build(url, events, log)
+
+
+# --- replaying ---------------------------------------------------------------------------------
+
+
+def _reader(built: BuiltGroup) -> BenchAgent:
+    reader = BenchAgent(built.reader_id, private_key_from_seed(bytes.fromhex(built.reader_seed)))
+    _open_session(reader)
+    return reader
+
+
+def replay_stream(ws_url: str, token: str, built: BuiltGroup) -> ReplayRun:
+    pids = server_pids()
+    cpu, client = cpu_seconds(pids), time.process_time()
+    frames, seconds, last = asyncio.run(replay_count(ws_url, token, built.group, built.head))
+    assert (frames, last) == (built.head, built.head), (frames, last, built.head)
+    return ReplayRun(
+        way="stream",
+        events=frames,
+        seconds=seconds,
+        server_cpu_s=cpu_seconds(pids) - cpu,
+        client_cpu_s=time.process_time() - client,
+    )
+
+
+def replay_rest(base_url: str, token: str, built: BuiltGroup) -> ReplayRun:
+    pids = server_pids()
+    page_s: list[float] = []
+    events, after = 0, 0
+    with httpx.Client(
+        base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60.0
+    ) as http:
+        cpu, client = cpu_seconds(pids), time.process_time()
+        started = time.perf_counter()
+        while after < built.head:
+            mark = time.perf_counter()
+            response = http.get(
+                f"/api/v1/groups/{built.group}/events",
+                params={"after": after, "limit": PAGE_LIMIT},
+            )
+            response.raise_for_status()
+            page = response.json()
+            page_s.append(time.perf_counter() - mark)
+            events += len(page["events"])
+            if page["next_after"] <= after:
+                raise RuntimeError(f"no progress after {after}: {str(page)[:200]}")
+            after = page["next_after"]
+        seconds = time.perf_counter() - started
+    assert (events, after) == (built.head, built.head), (events, after, built.head)
+    ordered = sorted(s * 1000 for s in page_s)
+    return ReplayRun(
+        way="rest",
+        events=events,
+        seconds=seconds,
+        server_cpu_s=cpu_seconds(pids) - cpu,
+        client_cpu_s=time.process_time() - client,
+        requests=len(page_s),
+        request_ms={"p50": percentile(ordered, 0.5), "p99": percentile(ordered, 0.99)},
+    )
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+def measure_replay(
+    config: BenchConfig, events: int, *, log: Callable[[str], None] = lambda message: None
+) -> ReplayResult:
+    """Prepare the group in ``config.database_url``; replay it over the stream, then REST."""
+    from .facts import _git_revision
+
+    started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    built = prepare(config.database_url, events, log)
+    built.table_bytes = _table_bytes()
+    reader = _reader(built)
+    result = ReplayResult(
+        built=built,
+        runs=[],
+        servers=1,
+        started_at=started_at,
+        load_before=_load(),
+        git_revision=_git_revision(),
+    )
+    one_server = dataclasses.replace(config, servers=1)
+    with running_servers(one_server) as urls:
+        ws_url = urls[0].replace("http://", "ws://") + "/ws/v1/stream"
+        run = replay_stream(ws_url, reader.token, built)
+        result.runs.append(run)
+        log(f"replay: stream {run.events:,} events in {run.seconds:.1f} s ({run.rate:,.0f}/s)")
+        run = replay_rest(urls[0], reader.token, built)
+        result.runs.append(run)
+        log(
+            f"replay: REST {run.events:,} events in {run.requests:,} pages, "
+            f"{run.seconds:.1f} s ({run.rate:,.0f}/s)"
+        )
+    result.load_after = _load()
+    return result

@@ -1,10 +1,12 @@
 """``/ws/v1/stream``: SUBSCRIBE replays the log after a sequence, then follows it live.
 
 Events are always read from the log by sequence, never taken from the channel layer, which
-only carries hints that a head moved (it delivers at most once). A consumer also polls the
-heads of its groups, so a lost hint — or a writer in another process with the in-memory
-layer — delays an event by at most one poll interval, and a revoked membership ends the
-subscription within one second.
+only carries hints that a head moved (it delivers at most once). Live events are read once
+per process and group by a shared :class:`~apps.stream.tails.GroupTail`, which also polls the
+head, so a lost hint — or a writer in another process with the in-memory layer — delays an
+event by at most one poll interval, and a revoked membership ends the subscription within one
+second. A socket replaying from an older position reads the log itself until it reaches the
+tail's cache.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from apps.ledger.models import GroupLog
 from apps.ledger.write_path import Caller
 from apps.registry.services import membership_of
 from apps.stream import cursors as ack_cursors
+from apps.stream import tails
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -75,6 +78,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.close(code=4401)
             return
         self.cursors: dict[str, int] = {}
+        self.member_at: dict[str, int] = {}  # the head at which the membership was checked
+        self.tails: dict[str, tails.GroupTail] = {}
         self.dirty: set[str] = set()
         self.pumps: dict[str, asyncio.Task[None]] = {}
         await self.accept()
@@ -86,6 +91,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
             poller.cancel()
         for task in getattr(self, "pumps", {}).values():
             task.cancel()
+        for group_id in list(getattr(self, "tails", {})):
+            tails.detach(group_id, id(self))
         for group_id in list(getattr(self, "cursors", {})):
             await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
@@ -112,11 +119,12 @@ class StreamConsumer(AsyncWebsocketConsumer):
         The hand-over is race-free because the live feed is joined *before* the log is read
         and events only ever come from the log, after the cursor:
 
-        * an event committed before ``group_add`` returned is in the log when the pump's first
-          read runs (that read starts after ``group_add``), so the replay sends it;
+        * an event committed before ``group_add`` returned is in the log when the reads that
+          follow it run: the group's tail is woken after the join, and a socket below the
+          tail's cache reads the log itself;
         * an event committed after it produces a hint to this channel (or, if the layer drops
-          the hint, the next poll tick) and so a later read, from the cursor;
-        * every read starts strictly after the last sequence sent and one pump per group
+          the hint, the tail's next poll tick), hence a later read of the tail;
+        * every send starts strictly after the last sequence sent and one pump per group
           sends in order, so nothing is sent twice on one socket or out of order.
         """
         group_id, after = frame.get("group"), frame.get("afterSequence", 0)
@@ -125,13 +133,23 @@ class StreamConsumer(AsyncWebsocketConsumer):
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ProtocolError(ErrorCode.MALFORMED, "afterSequence is a non-negative integer")
         assert self.caller is not None
-        await _check_subscription(group_id, self.caller.principal)
+        if group_id not in self.tails:  # attached before the check: see tails.attach
+            self.tails[group_id] = await tails.attach(group_id, id(self), self._wake)
+        try:
+            checked_at = await _check_subscription(group_id, self.caller.principal)
+        except ProtocolError:
+            if group_id not in self.cursors:
+                self.tails.pop(group_id)
+                tails.detach(group_id, id(self))
+            raise
         running = self.pumps.pop(group_id, None)
         if running is not None:  # a new SUBSCRIBE of the same group restarts from its position
             running.cancel()
             await asyncio.gather(running, return_exceptions=True)
         self.cursors[group_id] = after
+        self.member_at[group_id] = checked_at
         await self.channel_layer.group_add(group_channel(group_id), self.channel_name)
+        self.tails[group_id].wake()  # what committed before the join: see the docstring
         self._wake(group_id)
 
     async def _ack(self, frame: dict[str, Any]) -> None:
@@ -146,10 +164,12 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps({"op": "ACKED", "cursors": outcome.stored}))
 
     async def group_head(self, message: dict[str, Any]) -> None:
-        """A hint from the write path: wake that group's pump (the hint carries no event)."""
-        group_id = message.get("group")
-        if isinstance(group_id, str) and group_id in self.cursors:
-            self._wake(group_id)
+        """A hint from the write path: the group's tail reads the log (once per process and
+        head) and then wakes its consumers; the hint itself carries no event."""
+        group_id, head = message.get("group"), message.get("head")
+        tail = self.tails.get(group_id) if isinstance(group_id, str) else None
+        if tail is not None and group_id in self.cursors:
+            tail.wake(head if isinstance(head, int) and not isinstance(head, bool) else None)
 
     def _wake(self, group_id: str) -> None:
         self.dirty.add(group_id)
@@ -168,26 +188,35 @@ class StreamConsumer(AsyncWebsocketConsumer):
             logger.exception("stream pump of %s failed", group_id)
 
     async def _pump(self, group_id: str) -> None:
-        """Send every event after the group's cursor up to the committed head, in order.
+        """Send every event after the group's cursor up to what is visible, in order.
 
-        A cursor below the online floor (events archived, at SUBSCRIBE or while this socket
-        lagged) ends the subscription with ``CURSOR_TOO_OLD`` and the snapshot to restore
-        (wire.md §7, R16-10); the client resubscribes after the snapshot's sequence.
+        From the group's tail when it holds the cursor's successors (the live case: no
+        database read of its own), else from the log, page by page (a replay). A membership
+        revoked after the head it was checked at ends the subscription before anything later
+        is sent. A cursor below the online floor (events archived, at SUBSCRIBE or while this
+        socket lagged) ends it with ``CURSOR_TOO_OLD`` and the snapshot to restore (wire.md
+        §7, R16-10); the client resubscribes after the snapshot's sequence.
         """
         assert self.caller is not None
+        principal = self.caller.principal
         while group_id in self.cursors:
-            try:
-                member, documents = await _read(
-                    group_id, self.caller.principal, self.cursors[group_id]
-                )
-            except ProtocolError as error:
-                if error.code is not ErrorCode.CURSOR_TOO_OLD:
-                    raise
-                await self._too_old(group_id, error)
-                return
-            if not member:
+            tail, cursor = self.tails[group_id], self.cursors[group_id]
+            if tail.revoked_since(principal, self.member_at[group_id]):
                 await self._end(group_id)
                 return
+            if tail.covers(cursor):
+                documents = tail.after(cursor)
+            else:
+                try:
+                    member, documents = await _read(group_id, principal, cursor)
+                except ProtocolError as error:
+                    if error.code is not ErrorCode.CURSOR_TOO_OLD:
+                        raise
+                    await self._too_old(group_id, error)
+                    return
+                if not member:
+                    await self._end(group_id)
+                    return
             if not documents:
                 return
             for document in documents:
@@ -197,6 +226,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
     async def _unsubscribe(self, group_id: str) -> None:
         self.cursors.pop(group_id, None)
         self.dirty.discard(group_id)
+        if self.tails.pop(group_id, None) is not None:
+            tails.detach(group_id, id(self))
         await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
     async def _end(self, group_id: str) -> None:
@@ -216,9 +247,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps(frame))
 
     async def _poll(self) -> None:
-        """Wake every subscribed group each ``MWP_STREAM_POLL_S``: a dropped hint (layer
-        capacity or expiry) delays an event by at most one interval, never loses it, and a
-        revoked membership is noticed within it (wire.md §7)."""
+        """Wake every subscribed group each ``MWP_STREAM_POLL_S``. The tails poll the log;
+        this only re-runs the pumps, which read nothing when they are at the tail's head —
+        a backstop should a tail's wake-up ever be missed."""
         interval = settings.MWP_STREAM_POLL_S
         while True:
             await asyncio.sleep(interval)

@@ -1,0 +1,202 @@
+"""One reader of a group's log per process, shared by every local subscriber (wire.md §7).
+
+Each subscribed socket used to read the log itself on every hint and every poll tick: with N
+sockets of a group in a process, N reads per event, queued one after the other on the
+process's database thread, and N polls per interval when nothing happened
+(docs/benchmarks.md §7). A :class:`GroupTail` per (event loop, group) now reads each new event
+once, keeps the most recent ones, and wakes its local consumers, which send from it.
+
+What a tail guarantees, so that the consumers keep theirs:
+
+* it only ever reads up to the *committed* head, in sequence order, so its cache is always a
+  contiguous run ``base+1 .. head`` of visible events (R16-05: nothing is offered past a
+  sequence that is not yet visible);
+* it is the only thing that reads live events, on a hint (once per burst: hints that name a
+  head it has already read are ignored) and on its own poll every ``MWP_STREAM_POLL_S``, so a
+  lost hint delays events by at most one interval and idle cost is per group, not per socket;
+* it notes every ``membership.revoked`` it reads, with its sequence: a consumer whose member
+  was checked at head H ends its subscription when the tail has read a revocation of that
+  principal after H — within one poll interval, before sending anything later (wire.md §7).
+  Memberships are projections of this same log, so no revocation can bypass it.
+
+A consumer whose cursor is below the cache (a replay from an old position, or a socket that
+fell far behind) reads the log itself, page by page, as before, until it reaches the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from apps.ledger import selectors
+from apps.ledger.models import GroupLog
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+logger = logging.getLogger(__name__)
+PAGE = 500
+#: events a tail keeps for its consumers; one further behind reads the log itself
+CACHED_EVENTS = 4096
+
+Wake = Callable[[str], None]
+
+
+@database_sync_to_async
+def _committed_head(group_id: str) -> int:
+    head = (
+        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
+    )
+    return head or 0
+
+
+@database_sync_to_async
+def _read_after(group_id: str, after: int) -> tuple[int, list[str] | None]:
+    """(committed head, the next page of events after ``after`` up to it); ``None`` instead of
+    the page when ``after`` is below the online floor (the tail starts again at the head)."""
+    head = (
+        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
+    )
+    if head is None or head <= after:
+        return head or 0, []
+    try:
+        return head, selectors.events_page(group_id, after=after, limit=PAGE, head=head).documents
+    except ProtocolError as error:
+        if error.code is not ErrorCode.CURSOR_TOO_OLD:
+            raise
+        return head, None
+
+
+class GroupTail:
+    """The recent events of one group in one process (see the module docstring)."""
+
+    def __init__(self, group_id: str, head: int) -> None:
+        self.group_id = group_id
+        self.base = head  # the cache holds base+1 .. head
+        self.head = head
+        self.documents: dict[int, str] = {}
+        self.revocations: dict[str, int] = {}  # principal -> last revocation read
+        self.consumers: dict[int, Wake] = {}
+        self._dirty = False
+        self._reader: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    # -- what consumers read -------------------------------------------------------------
+
+    def covers(self, cursor: int) -> bool:
+        """Whether every event after ``cursor`` that this process may send is in the cache."""
+        return cursor >= self.base
+
+    def after(self, cursor: int) -> list[str]:
+        """The cached events after ``cursor``, in order (empty when it is at the head)."""
+        return [self.documents[sequence] for sequence in range(cursor + 1, self.head + 1)]
+
+    def revoked_since(self, principal: str, checked_at: int) -> bool:
+        """Whether a revocation of ``principal`` after sequence ``checked_at`` was read."""
+        return self.revocations.get(principal, 0) > checked_at
+
+    # -- waking --------------------------------------------------------------------------
+
+    def wake(self, head: int | None = None) -> None:
+        """Read the log soon: on a hint naming ``head`` (ignored if already read) or a poll."""
+        if head is not None and head <= self.head:
+            return
+        self._dirty = True
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read_while_dirty())
+
+    async def _read_while_dirty(self) -> None:
+        try:
+            while self._dirty and self.consumers:
+                self._dirty = False
+                if await self._read():
+                    for wake in list(self.consumers.values()):
+                        wake(self.group_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the next hint or poll reads again
+            logger.exception("reading the tail of %s failed", self.group_id)
+
+    async def _read(self) -> bool:
+        """Read every committed event after the cached head; whether any arrived."""
+        moved = False
+        while True:
+            head, documents = await _read_after(self.group_id, self.head)
+            if documents is None:  # the log under the cache was archived: start at the head
+                self.base = self.head = head
+                self.documents.clear()
+                return True
+            if not documents:
+                return moved
+            for document in documents:
+                self._remember(document)
+            moved = True
+
+    def _remember(self, document: str) -> None:
+        event: dict[str, Any] = json.loads(document)
+        sequence = event["sequence"]
+        if sequence != self.head + 1:  # never: a page is the next contiguous run
+            raise RuntimeError(f"tail of {self.group_id} at {self.head} read {sequence}")
+        if event["type"] == "membership.revoked":
+            self.revocations[event["payload"]["principal"]] = sequence
+        self.documents[sequence] = document
+        self.head = sequence
+        while len(self.documents) > CACHED_EVENTS:
+            self.base += 1
+            del self.documents[self.base]
+
+    async def _poll(self) -> None:
+        interval = settings.MWP_STREAM_POLL_S
+        while True:
+            await asyncio.sleep(interval)
+            self.wake()
+
+    # -- consumers -----------------------------------------------------------------------
+
+    def add(self, key: int, wake: Wake) -> None:
+        self.consumers[key] = wake
+        if self._poller is None:
+            self._poller = asyncio.create_task(self._poll())
+
+    def remove(self, key: int) -> bool:
+        """Forget a consumer; whether none is left (the tail then stops)."""
+        self.consumers.pop(key, None)
+        if self.consumers:
+            return False
+        for task in (self._poller, self._reader):
+            if task is not None:
+                task.cancel()
+        return True
+
+
+#: per event loop (daphne runs one per process; tests run one per test), per group
+_tails: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, GroupTail]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def attach(group_id: str, key: int, wake: Wake) -> GroupTail:
+    """The group's tail in this process, created at the committed head if there is none.
+
+    Attach *before* checking the membership: the tail then reads every event after the head
+    that check sees, revocations included.
+    """
+    tails = _tails.setdefault(asyncio.get_running_loop(), {})
+    tail = tails.get(group_id)
+    if tail is None:
+        head = await _committed_head(group_id)
+        tail = tails.setdefault(group_id, GroupTail(group_id, head))
+    tail.add(key, wake)
+    return tail
+
+
+def detach(group_id: str, key: int) -> None:
+    tails = _tails.get(asyncio.get_running_loop(), {})
+    tail = tails.get(group_id)
+    if tail is not None and tail.remove(key):
+        del tails[group_id]

@@ -1,0 +1,162 @@
+"""The shared tail (apps/stream/tails.py): live events are read once per process and group,
+not once per socket, and what the sockets receive does not change (wire.md §7; R16-05).
+
+Driven through ``missionweave.asgi.application`` with ``WebsocketCommunicator`` on the
+in-memory layer (the hints reach the consumers in this process) against real PostgreSQL. The
+reads are counted by wrapping the two read functions, which still run against the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from apps.ledger.write_path import submit_command
+from apps.registry import services
+from apps.stream import consumers, tails
+from tests import factories
+from tests.factories import World, mission_body
+from tests.stream.sockets import connected, frames
+
+pytestmark = pytest.mark.django_db(transaction=True)
+SOCKETS = 20
+EVENTS = 10
+
+
+@pytest.fixture(autouse=True)
+def in_memory_layer(settings: Any) -> None:
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.MWP_STREAM_POLL_S = 30  # only hints move events here
+
+
+class Counted:
+    """A read function, called through, with the number of calls."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        self.calls = 0
+
+    async def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        return await self.function(*args)
+
+
+@database_sync_to_async
+def _create_missions(world: World, count: int) -> None:
+    for _ in range(count):
+        document = world.w1.command(world.group, "mission.create", mission_body())
+        submit_command(group_id=world.group, document=document, caller=world.w1.caller)
+
+
+@database_sync_to_async
+def _head(world: World) -> int:
+    from apps.ledger.models import GroupLog
+
+    return GroupLog.objects.get(group_id=world.group).head_sequence
+
+
+async def _subscribed(token: str, group: str, after: int) -> WebsocketCommunicator:
+    socket = await connected(token)
+    await socket.send_json_to({"op": "SUBSCRIBE", "group": group, "afterSequence": after})
+    return socket
+
+
+async def test_live_events_are_read_once_per_process_not_once_per_socket(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wire§7, R16-05: 20 sockets at the head, 10 events appended one by one: every socket
+    gets every event once, in order, and the log was read by the tail, at most twice per
+    event (a hint and the burst behind it) instead of 20 times, never by a socket itself."""
+    tail_reads, socket_reads = Counted(tails._read_after), Counted(consumers._read)
+    monkeypatch.setattr(tails, "_read_after", tail_reads)
+    monkeypatch.setattr(consumers, "_read", socket_reads)
+    head = await _head(world)
+    sockets = [await _subscribed(world.w2.token, world.group, head) for _ in range(SOCKETS)]
+    await asyncio.sleep(0.2)
+    tail_reads.calls = 0  # each SUBSCRIBE wakes the tail once; count the live events' reads
+    await _create_missions(world, EVENTS)
+    for socket in sockets:
+        received = [frame["event"]["sequence"] for frame in await frames(socket, EVENTS)]
+        assert received == list(range(head + 1, head + EVENTS + 1))
+        assert await socket.receive_nothing(timeout=0.05)
+        await socket.disconnect()
+    assert socket_reads.calls == 0
+    assert 1 <= tail_reads.calls <= 2 * EVENTS
+
+
+async def test_a_socket_behind_the_cache_replays_from_the_log_then_joins_the_tail(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R16-09, wire§7: a socket subscribing from 0 while another follows live reads the old
+    events itself (the tail only holds what arrived after it started), then follows from the
+    shared tail: both end with the same events, gapless and in order."""
+    monkeypatch.setattr(tails, "CACHED_EVENTS", 3)
+    live = await _subscribed(world.w2.token, world.group, await _head(world))
+    await asyncio.sleep(0.1)
+    await _create_missions(world, 6)  # more than the cache keeps
+    head = await _head(world)
+    replaying = await _subscribed(world.w1.token, world.group, 0)
+    assert [f["event"]["sequence"] for f in await frames(replaying, head)] == list(
+        range(1, head + 1)
+    )
+    await _create_missions(world, 2)
+    assert [f["event"]["sequence"] for f in await frames(replaying, 2)] == [head + 1, head + 2]
+    assert [f["event"]["sequence"] for f in await frames(live, 8)] == list(
+        range(head - 5, head + 3)
+    )
+    for socket in (live, replaying):
+        await socket.disconnect()
+
+
+async def test_a_revocation_read_by_the_tail_ends_the_subscription_before_later_events(
+    world: World,
+) -> None:
+    """wire§7: the tail notes the revocation it reads; the revoked member's socket sends
+    nothing from the revocation on and says NOT_A_MEMBER, while another member's socket on
+    the same tail goes on."""
+    head = await _head(world)
+    revoked = await _subscribed(world.w2.token, world.group, head)
+    staying = await _subscribed(world.w1.token, world.group, head)
+    await asyncio.sleep(0.1)
+    outcome = await database_sync_to_async(services.membership_revoke)(
+        group_id=world.group, admin=world.alice.caller, principal=world.w2.principal
+    )
+    revoked_at = outcome.body["events"][0]["sequence"]
+    await _create_missions(world, 2)
+    error = json.loads(await revoked.receive_from(timeout=3))
+    assert (error["op"], error["code"], error["group"]) == ("ERROR", "NOT_A_MEMBER", world.group)
+    assert await revoked.receive_nothing(timeout=0.3)
+    received = [f["event"]["sequence"] for f in await frames(staying, 3)]
+    assert received == [revoked_at, revoked_at + 1, revoked_at + 2]
+    for socket in (revoked, staying):
+        await socket.disconnect()
+
+
+def _outsider(world: World) -> factories.AgentPersona:
+    outsider = factories.agent(factories.unique("outsider"), world.org)
+    outsider.open_session()
+    return outsider
+
+
+async def test_the_tail_stops_when_its_last_socket_leaves(world: World) -> None:
+    """A tail lives while a socket of its group does in this process: no poll goes on for
+    nobody, and a later subscription starts a fresh one at the then head."""
+    socket = await _subscribed(world.w2.token, world.group, await _head(world))
+    await asyncio.sleep(0.1)
+    loop_tails = tails._tails[asyncio.get_running_loop()]
+    assert world.group in loop_tails
+    await socket.disconnect()
+    await asyncio.sleep(0.05)
+    assert world.group not in loop_tails
+    outsider = await database_sync_to_async(_outsider)(world)
+    refused = await _subscribed(outsider.token, world.group, 0)
+    frame = json.loads(await refused.receive_from(timeout=3))
+    assert frame["code"] == "NOT_A_MEMBER"
+    assert world.group not in loop_tails  # a refused SUBSCRIBE leaves no tail behind
+    await refused.disconnect()

@@ -87,7 +87,7 @@ def stream_section(result: StreamResult, command: str) -> list[str]:
         f"{result.load_after} after (1/5/15 min)",
         f"- **Servers:** {result.servers} daphne process(es), `missionweave.settings` with "
         f"`REDIS_URL` set: channel layer `{result.channel_layer}`, head poll every "
-        f"{result.poll_s:g} s per socket (`MWP_STREAM_POLL_S`)",
+        f"{result.poll_s:g} s per group and process (`MWP_STREAM_POLL_S`)",
         f"- **World:** one group; a writer and one agent per subscriber, each a member with "
         f"its own session token on its socket (`Authorization: Bearer`), built through the "
         f"services in {result.world_s:.0f} s",

@@ -64,12 +64,13 @@ class StreamConsumer(AsyncWebsocketConsumer):
     """One socket, any number of subscribed groups (wire.md §7).
 
     Per group the consumer keeps a cursor (the last sequence sent on this socket) and at most
-    one *pump* task, which reads the log after the cursor up to the committed head and sends
-    it. Anything that may mean "the head moved" — ``SUBSCRIBE``, a hint from the channel
-    layer, the poll tick — only *wakes* the pump: it marks the group dirty and starts the task
-    if none runs. The pump clears the mark before each read, so a burst of hints that arrives
-    during one read costs one more read, not one per hint, and a wake can never be lost (the
-    check of the mark and the end of the task happen in one step of the event loop).
+    one *pump* task, which sends what follows the cursor up to the committed head: from the
+    group's shared tail, or from the log while the cursor is below the tail's cache. Anything
+    that may mean "there is more" — ``SUBSCRIBE``, the tail having read new events, the poll
+    tick — only *wakes* the pump: it marks the group dirty and starts the task if none runs.
+    The pump clears the mark before each pass, so a burst of wakes during one pass costs one
+    more pass, and a wake can never be lost (the check of the mark and the end of the task
+    happen in one step of the event loop).
     """
 
     async def connect(self) -> None:

@@ -54,7 +54,6 @@ from missionweave.protocol.signing import (
     generate_private_key,
     private_key_from_seed,
     private_key_seed,
-    public_key_text,
 )
 from missionweave.protocol.timefmt import format_timestamp
 
@@ -65,7 +64,7 @@ from .servers import running_servers
 from .stats import percentile
 from .stream import cpu_seconds, server_pids
 from .stream_clients import replay_count
-from .world import BenchAgent, _open_session
+from .world import BenchAgent, _open_session, register_agent
 
 ORGANIZATION = "org-replay"
 ADMIN = "replay-admin"
@@ -213,21 +212,9 @@ def check_cached(built: BuiltGroup) -> str | None:
 
 
 def _register(agent_id: str, key: Any) -> BenchAgent:
-    card = {
-        "name": agent_id,
-        "version": "1",
-        "capabilities": [{"id": "bench.replay", "version": "1"}],
-        "max_concurrency": 1,
-    }
-    services.agent_register(
-        body={
-            "id": agent_id,
-            "organization": ORGANIZATION,
-            "public_key": public_key_text(key.public_key()),
-            "agent_card": card,
-        }
+    return register_agent(
+        agent_id, organization=ORGANIZATION, capability="bench.replay", max_concurrency=1, key=key
     )
-    return BenchAgent(agent_id, key)
 
 
 def _world() -> tuple[BenchAgent, BenchAgent]:

@@ -43,12 +43,11 @@ from apps.work.models import WorkItem
 from apps.work.sweeps import SweepReport, sweep_due
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.examples import example_contract
-from missionweave.protocol.signing import generate_private_key, public_key_text
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
 from missionweave.protocol.workitems import WorkItem as WorkItemState
 
-from .world import BenchAgent, _open_session
+from .world import BenchAgent, _open_session, register_agent
 
 ORGANIZATION = "org-sweep"
 ADMIN = "sweep-admin"
@@ -151,22 +150,9 @@ def _submit(agent: BenchAgent, group: str, type_: str, body: dict[str, Any]) -> 
 
 
 def _register(agent_id: str, organization: str) -> BenchAgent:
-    key = generate_private_key()
-    card = {
-        "name": agent_id,
-        "version": "1",
-        "capabilities": [{"id": "bench.sweep", "version": "1"}],
-        "max_concurrency": 1000,
-    }
-    services.agent_register(
-        body={
-            "id": agent_id,
-            "organization": organization,
-            "public_key": public_key_text(key.public_key()),
-            "agent_card": card,
-        }
+    return register_agent(
+        agent_id, organization=organization, capability="bench.sweep", max_concurrency=1000
     )
-    return BenchAgent(agent_id, key)
 
 
 def _world(groups: int, prefix: str) -> tuple[list[str], BenchAgent, list[BenchAgent]]:

@@ -58,7 +58,7 @@ def build_world(*, groups: int, agents: int, prefix: str = "bench") -> BenchWorl
     group_ids = tuple(f"{prefix}-g{index:02d}" for index in range(groups))
     for gid in group_ids:
         services.group_create(body={"id": gid, "organization": ORGANIZATION, "name": gid})
-    bench_agents = tuple(_register(f"{prefix}-a{index:02d}") for index in range(agents))
+    bench_agents = tuple(register_agent(f"{prefix}-a{index:02d}") for index in range(agents))
     for agent in bench_agents:
         for gid in group_ids:
             outcome = services.membership_grant(
@@ -71,18 +71,26 @@ def build_world(*, groups: int, agents: int, prefix: str = "bench") -> BenchWorl
     return BenchWorld(group_ids, bench_agents, admin_token)
 
 
-def _register(agent_id: str) -> BenchAgent:
-    key = generate_private_key()
+def register_agent(
+    agent_id: str,
+    *,
+    organization: str = ORGANIZATION,
+    capability: str = "bench.load",
+    max_concurrency: int = 16,
+    key: Ed25519PrivateKey | None = None,
+) -> BenchAgent:
+    """Register an agent through the service (a fresh key unless one is given)."""
+    key = key or generate_private_key()
     services.agent_register(
         body={
             "id": agent_id,
-            "organization": ORGANIZATION,
+            "organization": organization,
             "public_key": public_key_text(key.public_key()),
             "agent_card": {
                 "name": agent_id,
                 "version": "1",
-                "capabilities": [{"id": "bench.load", "version": "1"}],
-                "max_concurrency": 16,
+                "capabilities": [{"id": capability, "version": "1"}],
+                "max_concurrency": max_concurrency,
             },
         }
     )

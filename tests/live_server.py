@@ -144,6 +144,10 @@ def run_live_server(
         "MWP_AUTHORITY_KEY": os.environ.get("MWP_AUTHORITY_KEY") or _authority_key_seed(),
         # libpq names the server's database sessions, so stopping can wait for them to end.
         "PGAPPNAME": application_name,
+        # Each request runs in a thread of its own, so a burst of 50 clients would take the
+        # product's 32 pooled connections per server; with two test workers, a second server
+        # and Celery processes that exhausted PostgreSQL's 100. Requests past 10 wait.
+        "MWP_DB_POOL_MAX": "10",
         **(extra_env or {}),
     }
     # Whatever the test process relaxed, the server keeps Django's async-safety check.

@@ -66,6 +66,8 @@ def _write(spec: dict[str, Any], batch: int, accepted: list[int], refused: list[
                 else:
                     accepted.append(1)
             remaining -= size
+    except Exception as error:  # reported, so the test names why events are missing
+        refused.append(f"writer {spec['agent']} stopped: {error!r}")
     finally:
         connections.close_all()
 

@@ -99,8 +99,8 @@ class StreamFollower:
                 failures = 0
             except (ConnectionClosed, InvalidHandshake, OSError) as error:
                 # a dropped socket, a handshake an overloaded server did not finish, or one
-                # still refused after renewing the session: retried, up to max_reconnects
-                # a connection that moved a cursor before it broke was progress
+                # still refused after renewing the session: retried, up to max_reconnects in
+                # a row; a connection that moved a cursor before it broke was progress
                 failures = 1 if self._cursors() != before else failures + 1
                 if failures > self.max_reconnects:
                     raise ClientError(f"stream lost {failures} times in a row") from error
@@ -157,13 +157,12 @@ class StreamFollower:
             raise self._corrupt("a frame that is not an object")
         self.handle_frame(socket, frame)
 
-    def _corrupt(self, reason: str, group: object = None) -> ChainBroken:
-        """Name the feed a corrupted frame was for: the group it names if subscribed here,
-        the only feed if there is one, else the lowest unverified position of them all."""
-        feed = self.feeds.get(group) if isinstance(group, str) else None
-        if feed is None and len(self.feeds) == 1:
+    def _corrupt(self, reason: str) -> ChainBroken:
+        """A frame that cannot be attributed to a subscribed group: it names the only feed's
+        next sequence if there is one feed, else the lowest unverified position of them all
+        (``group`` ``None``)."""
+        if len(self.feeds) == 1:
             feed = next(iter(self.feeds.values()))
-        if feed is not None:
             return ChainBroken(feed.group, feed.cursor + 1, reason)
         return ChainBroken(None, min(f.cursor for f in self.feeds.values()) + 1, reason)
 

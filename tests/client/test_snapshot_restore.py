@@ -294,3 +294,17 @@ def test_an_event_frame_with_one_flipped_bit_is_refused_naming_its_sequence(
         follower.handle_text(socket, frame)  # type: ignore[arg-type]
     assert recorder.events == originals[: len(recorder.events)]
     assert feed.cursor == len(originals)
+
+
+def test_an_unreadable_frame_on_a_socket_of_several_groups_is_refused(
+    live_asgi_server: LiveServer, live_world: World, tmp_path: Path
+) -> None:
+    """MWP-WRK-029: a frame that cannot be attributed to one of several subscribed groups is
+    refused, not skipped; it names no group and the lowest position not yet verified."""
+    with _client(live_asgi_server, live_world) as client:
+        store = CursorStore(tmp_path / "c.sqlite")
+        feeds = [EventFeed(client, store, g, lambda _e: None) for g in (live_world.group, "g-b")]
+        follower = StreamFollower(client, live_asgi_server.ws_url, feeds, ack=False)
+        with pytest.raises(ChainBroken) as broken:
+            follower.handle_text(SentFrames(), b'{"op":"EVENT","event":{')  # type: ignore[arg-type]
+    assert (broken.value.group, broken.value.sequence) == (None, 1)

@@ -43,15 +43,6 @@ _COLUMNS = (
 )
 
 
-def _not_found(group_id: str) -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.NOT_FOUND,
-        f"no group {group_id!r}",
-        requirement="wire§4",
-        details={"group": group_id},
-    )
-
-
 def archive(group_id: str, through: int) -> int:
     """Move events 1..``through`` of ``group_id`` to the archive; the floor afterwards.
 
@@ -60,9 +51,7 @@ def archive(group_id: str, through: int) -> int:
     Holds the group lock, so no append interleaves with the move.
     """
     with transaction.atomic():
-        head = heads.lock_head(group_id)
-        if head is None:
-            raise _not_found(group_id)
+        heads.lock_existing_head(group_id)
         floor = GroupLog.objects.values_list("archived_through", flat=True).get(group_id=group_id)
         if through <= floor:
             return floor

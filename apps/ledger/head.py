@@ -16,6 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.events import event_hash
 from missionweave.protocol.facts import Fact, NewEvent
 from missionweave.protocol.timefmt import format_timestamp
@@ -66,6 +67,33 @@ def lock_head(group_id: str) -> Head | None:
     if row is None:
         return None
     return Head(group_id, row[0], row[1], timezone.now())
+
+
+def no_such_group(group_id: str) -> ProtocolError:
+    """``NOT_FOUND`` for a group id that names no group (wire.md §4)."""
+    return ProtocolError(
+        ErrorCode.NOT_FOUND,
+        f"no group {group_id!r}",
+        requirement="wire§4",
+        details={"group": group_id},
+    )
+
+
+def lock_existing_head(group_id: str) -> Head:
+    """``lock_head`` for a group that must exist: ``NOT_FOUND`` otherwise."""
+    head = lock_head(group_id)
+    if head is None:
+        raise no_such_group(group_id)
+    return head
+
+
+def committed_head(group_id: str) -> int | None:
+    """The group's committed head sequence, without a lock (``None``: no such group)."""
+    from .models import GroupLog
+
+    return (
+        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
+    )
 
 
 def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: str) -> list[Fact]:

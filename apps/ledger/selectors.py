@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .archive import cursor_too_old
+from .head import no_such_group
 from .models import Event, GroupLog
 
 MAX_PAGE = 1000
@@ -16,12 +17,7 @@ DEFAULT_PAGE = 100
 def group_log(group_id: str) -> GroupLog:
     log = GroupLog.objects.filter(group_id=group_id).first()
     if log is None:
-        raise ProtocolError(
-            ErrorCode.NOT_FOUND,
-            f"no group {group_id!r}",
-            requirement="wire§4",
-            details={"group": group_id},
-        )
+        raise no_such_group(group_id)
     return log
 
 

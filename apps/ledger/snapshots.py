@@ -28,7 +28,6 @@ from django.utils import timezone
 from missionweave.protocol import decider, snapshots
 from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import human_envelope
-from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.events import chains
 from missionweave.protocol.facts import Fact
 from missionweave.protocol.timefmt import format_timestamp
@@ -57,20 +56,12 @@ def take(group_id: str, record: Callable[[dict[str, Any]], Outcome]) -> Taken:
     ``record`` submits the ``snapshot.create`` command with body ``{sequence, digest}`` (as
     the admin or as the authority); it runs inside this transaction, under the lock.
     """
-    start = GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True)
-    through = next(iter(start), 0)
+    through = heads.committed_head(group_id) or 0
     base = replay(group_id, through=through)
     if base.chain_break is not None:
         raise ChainBroken(f"{group_id}: the log breaks at sequence {base.chain_break}")
     with transaction.atomic():
-        head = heads.lock_head(group_id)
-        if head is None:
-            raise ProtocolError(
-                ErrorCode.NOT_FOUND,
-                f"no group {group_id!r}",
-                requirement="wire§4",
-                details={"group": group_id},
-            )
+        head = heads.lock_existing_head(group_id)
         state, last_hash = base.state, base.head_hash
         previous = through
         for text in history(group_id, after=through, through=head.sequence):

@@ -156,7 +156,7 @@ def submit_authority_batch(
     with transaction.atomic():
         head = None
         if select is not None:
-            head = _lock(group_id)
+            head = heads.lock_existing_head(group_id)
             commands = [*commands, *select()]
         verified: list[Outcome | ProtocolError | _Verified] = [
             _authority_command(group_id, c.type, c.body, c.command_id) for c in commands
@@ -195,7 +195,7 @@ def _authority_command(
 
 def _run(group_id: str, verified: _Verified, caller: Caller) -> Outcome:
     with transaction.atomic():
-        head = _lock(group_id)
+        head = heads.lock_existing_head(group_id)
         outcome = _apply(head, verified, caller)
         follow_ups.enqueue(group_id, verified.envelope.id, outcome.follow_ups)
         heads.save_head(head)
@@ -251,7 +251,7 @@ def _run_batch(
     if not any(isinstance(item, _Verified) for item in results):
         return results  # type: ignore[return-value]
     with transaction.atomic():
-        head = head or _lock(group_id)
+        head = head or heads.lock_existing_head(group_id)
         for index, item in enumerate(results):
             if not isinstance(item, _Verified):
                 continue
@@ -318,18 +318,6 @@ def _current_keys(agent_id: str) -> list[Any]:
         "public_key", flat=True
     )
     return [parse_public_key(text) for text in texts]
-
-
-def _lock(group_id: str) -> heads.Head:
-    head = heads.lock_head(group_id)
-    if head is None:
-        raise ProtocolError(
-            ErrorCode.NOT_FOUND,
-            f"no group {group_id!r}",
-            requirement="wire§4",
-            details={"group": group_id},
-        )
-    return head
 
 
 def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .archive import cursor_too_old
-from .head import no_such_group
+from .head import committed_head, no_such_group
 from .models import Event, GroupLog
 
 MAX_PAGE = 1000
@@ -60,3 +60,13 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
         raise cursor_too_old(group_id, after)
     next_after = rows[-1][0] if rows else after
     return EventPage([document for _, document in rows], head, next_after)
+
+
+def visible_page(group_id: str, *, after: int, limit: int) -> tuple[int, list[str]]:
+    """(committed head, the next page of events after ``after`` up to it): the head is read
+    first, so nothing past a sequence that is not yet visible is ever served (R16-05);
+    ``CURSOR_TOO_OLD`` below the online floor, as ``events_page``."""
+    head = committed_head(group_id) or 0
+    if head <= after:
+        return head, []
+    return head, events_page(group_id, after=after, limit=limit, head=head).documents

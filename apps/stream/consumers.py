@@ -22,7 +22,6 @@ from django.conf import settings
 
 from apps.ledger import selectors
 from apps.ledger.broadcast import group_channel
-from apps.ledger.models import GroupLog
 from apps.ledger.write_path import Caller
 from apps.registry.services import membership_of
 from apps.stream import cursors as ack_cursors
@@ -46,13 +45,7 @@ def _read(group_id: str, principal: str, after: int) -> tuple[bool, list[str]]:
     """(still a member, the next page of events after ``after`` up to the committed head)."""
     if membership_of(group_id, principal) is None:
         return False, []
-    head = (
-        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
-    )
-    if head is None or head <= after:
-        return True, []
-    page = selectors.events_page(group_id, after=after, limit=PAGE, head=head)
-    return True, page.documents
+    return True, selectors.visible_page(group_id, after=after, limit=PAGE)[1]
 
 
 @database_sync_to_async

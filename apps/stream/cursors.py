@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from apps.ledger.models import GroupLog
+from apps.ledger.head import committed_head
 from apps.registry.services import membership_of
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -84,11 +84,7 @@ def acknowledge(principal: str, cursors: dict[str, int]) -> AckOutcome:
                 )
             )
             continue
-        head = (
-            GroupLog.objects.filter(group_id=group_id)
-            .values_list("head_sequence", flat=True)
-            .first()
-        ) or 0
+        head = committed_head(group_id) or 0
         if sequence > head:
             outcome.refused.append(
                 (
@@ -117,9 +113,7 @@ class CursorLag:
 
 def group_cursors(group_id: str) -> tuple[int, list[CursorLag]]:
     """(head, every stored cursor of the group with its lag behind the head), for admins."""
-    head = (
-        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
-    ) or 0
+    head = committed_head(group_id) or 0
     rows = Cursor.objects.filter(group_id=group_id).order_by("principal")
     return head, [
         CursorLag(row.principal, row.sequence, max(head - row.sequence, 0), row.updated_at)

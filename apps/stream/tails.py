@@ -35,8 +35,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from apps.ledger import head as heads
 from apps.ledger import selectors
-from apps.ledger.models import GroupLog
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
@@ -49,27 +49,19 @@ Wake = Callable[[str], None]
 
 @database_sync_to_async
 def _committed_head(group_id: str) -> int:
-    head = (
-        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
-    )
-    return head or 0
+    return heads.committed_head(group_id) or 0
 
 
 @database_sync_to_async
 def _read_after(group_id: str, after: int) -> tuple[int, list[str] | None]:
     """(committed head, the next page of events after ``after`` up to it); ``None`` instead of
     the page when ``after`` is below the online floor (the tail starts again at the head)."""
-    head = (
-        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
-    )
-    if head is None or head <= after:
-        return head or 0, []
     try:
-        return head, selectors.events_page(group_id, after=after, limit=PAGE, head=head).documents
+        return selectors.visible_page(group_id, after=after, limit=PAGE)
     except ProtocolError as error:
         if error.code is not ErrorCode.CURSOR_TOO_OLD:
             raise
-        return head, None
+        return heads.committed_head(group_id) or 0, None
 
 
 class GroupTail:

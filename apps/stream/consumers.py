@@ -242,8 +242,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
 
     async def _poll(self) -> None:
         """Wake every subscribed group each ``MWP_STREAM_POLL_S``. The tails poll the log;
-        this only re-runs the pumps, which read nothing when they are at the tail's head —
-        a backstop should a tail's wake-up ever be missed."""
+        this re-runs the pumps, which read nothing when they are at the tail's head, so that
+        a pump whose replay read failed is retried even when no new event wakes it."""
         interval = settings.MWP_STREAM_POLL_S
         while True:
             await asyncio.sleep(interval)

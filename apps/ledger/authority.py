@@ -14,7 +14,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.utils import timezone
 
-from missionweave.protocol.canonical import canonical_bytes, without
 from missionweave.protocol.signing import (
     b64url_decode,
     b64url_encode,
@@ -22,7 +21,7 @@ from missionweave.protocol.signing import (
     private_key_from_seed,
     private_key_seed,
     public_key_text,
-    sign,
+    sign_document,
 )
 from missionweave.protocol.timefmt import format_timestamp
 
@@ -52,8 +51,7 @@ def authority_id() -> str:
 
 def signed(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` plus the authority's signature over its canonical form without it."""
-    body = without(document, "signature")
-    return {**body, "signature": sign(signing_key(), canonical_bytes(body))}
+    return sign_document(signing_key(), document)
 
 
 def signed_head(log: GroupLog) -> dict[str, Any]:

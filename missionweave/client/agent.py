@@ -28,10 +28,10 @@ from typing import Any
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from missionweave.protocol.canonical import canonical_bytes, without
+from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ProtocolError
-from missionweave.protocol.signing import parse_public_key, sign, verify
+from missionweave.protocol.signing import document_signature_holds, parse_public_key, sign
 from missionweave.protocol.strictjson import parse as parse_json
 from missionweave.protocol.timefmt import format_timestamp
 
@@ -261,9 +261,7 @@ class AgentClient:
         """``GET /groups/{g}/head`` once its signature verifies with ``authority_key``
         (wire.md §4); a head that does not verify is ``ApiError`` ``HEAD_NOT_SIGNED``."""
         head = self.get_json(f"/groups/{group}/head")
-        signature = head.get("signature")
-        body = canonical_bytes(without(head, "signature"))
-        if not isinstance(signature, str) or not verify(self.authority_key(), body, signature):
+        if not document_signature_holds(self.authority_key(), head):
             raise ApiError(200, "HEAD_NOT_SIGNED", "the head is not signed by the authority")
         return head
 

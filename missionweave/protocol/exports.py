@@ -24,10 +24,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .canonical import ZERO_HASH, canonical_bytes, without
+from .canonical import ZERO_HASH, canonical_bytes
 from .errors import ProtocolError
 from .events import EVENT_FIELDS, chains, event_hash
-from .signing import parse_public_key, verify
+from .signing import document_signature_holds, parse_public_key
 from .strictjson import parse
 
 EXPORT_KIND = "mwp.export/1"
@@ -123,13 +123,6 @@ def _document(raw: bytes, line: int, sequence: int | None = None) -> dict[str, A
     return value
 
 
-def _signature_holds(document: dict[str, Any], key: Any) -> bool:
-    signature = document.get("signature")
-    if not isinstance(signature, str):
-        return False
-    return verify(key, canonical_bytes(without(document, "signature")), signature)
-
-
 def verify_export(lines: Iterable[bytes], *, public_key: str | None = None) -> ExportCheck:
     """Check an export line by line; the result names the first bad line (R16-10/R16-11).
 
@@ -163,7 +156,7 @@ def _verify(lines: Iterator[bytes], trusted_key: str | None) -> ExportCheck:
         key = parse_public_key(key_text)
     except ValueError:
         raise _Refused(ExportProblem(1, "authority public key is malformed")) from None
-    if not _signature_holds(header, key):
+    if not document_signature_holds(key, header):
         raise _Refused(ExportProblem(1, "header signature does not verify"))
 
     previous_hash, previous_sequence, line = ZERO_HASH, 0, 1
@@ -225,7 +218,7 @@ def _trailer(
     head = trailer.get("head")
     if trailer.get("kind") != HEAD_KIND or set(trailer) != {"kind", "head"}:
         raise _Refused(ExportProblem(line, "expected an event or the head line"))
-    if not isinstance(head, dict) or not _signature_holds(head, key):
+    if not isinstance(head, dict) or not document_signature_holds(key, head):
         raise _Refused(ExportProblem(line, "head signature does not verify"))
     if head.get("group") != group:
         raise _Refused(ExportProblem(line, "head is of another group"))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from .canonical import canonical_bytes, without
 
 PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
@@ -80,3 +84,19 @@ def verify(public_key: Ed25519PublicKey, message: bytes, signature: str) -> bool
     except InvalidSignature:
         return False
     return True
+
+
+def sign_document(key: Ed25519PrivateKey, document: Mapping[str, Any]) -> dict[str, Any]:
+    """``document`` with a ``signature`` over its canonical form without one (signed heads,
+    snapshots, exports' trailers)."""
+    body = without(dict(document), "signature")
+    return {**body, "signature": sign(key, canonical_bytes(body))}
+
+
+def document_signature_holds(public_key: Ed25519PublicKey, document: Mapping[str, Any]) -> bool:
+    """Whether ``document["signature"]`` is ``public_key``'s over the canonical document
+    without it (the check of ``sign_document``)."""
+    signature = document.get("signature")
+    if not isinstance(signature, str):
+        return False
+    return verify(public_key, canonical_bytes(without(dict(document), "signature")), signature)

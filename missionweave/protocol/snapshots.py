@@ -20,7 +20,7 @@ from .errors import ProtocolError
 from .facts import Command, Decision, NewEvent, StateKey, View
 from .memberships import Membership
 from .missions import Mission
-from .signing import sign, verify
+from .signing import document_signature_holds, sign_document
 from .strictjson import parse
 from .validation import check_fields, malformed
 from .workitems import DependencyGraph, Proposal, WorkItem
@@ -86,8 +86,7 @@ def snapshot_digest(document: Mapping[str, Any]) -> str:
 
 def sign_snapshot(key: Ed25519PrivateKey, document: Mapping[str, Any]) -> dict[str, Any]:
     """``document`` with the authority's signature added."""
-    body = without(dict(document), "signature")
-    return {**body, "signature": sign(key, canonical_bytes(body))}
+    return sign_document(key, document)
 
 
 def verify_snapshot(
@@ -115,8 +114,7 @@ def verify_snapshot(
         raise SnapshotRefused("canonical", str(error)) from None
     if canonical != raw:
         raise SnapshotRefused("canonical", "the bytes are not the canonical form of the snapshot")
-    signature = document["signature"]
-    if not isinstance(signature, str) or not verify(public_key, signed_bytes(document), signature):
+    if not document_signature_holds(public_key, document):
         raise SnapshotRefused("signature", "not the authority's signature over the snapshot")
     if digest is not None and snapshot_digest(document) != digest:
         raise SnapshotRefused("digest", f"the snapshot's digest is not {digest}")

@@ -11,12 +11,9 @@ a rotation revokes it (R11.3-07). The claims come from the pure core
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 import jwt
-from django.db import connection
-from django.utils import timezone
 
 from missionweave.protocol import capabilities
 from missionweave.protocol.errors import ErrorCode, ProtocolError
@@ -24,6 +21,7 @@ from missionweave.protocol.facts import Decision
 from missionweave.protocol.validation import check_fields, check_id, malformed
 from missionweave.protocol.workitems import work_item_key
 
+from . import head as heads
 from .authority import authority_id, signing_key
 from .projections import load_view
 
@@ -87,15 +85,6 @@ def decode(token: str) -> dict[str, Any]:
         ) from None
 
 
-def authority_now() -> datetime:
-    """The authority clock: the database's, as the write path reads it under the lock."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT clock_timestamp()")
-            return cursor.fetchone()[0]
-    return timezone.now()
-
-
 def check_request(body: object) -> dict[str, Any]:
     """The body of ``POST /capabilities:check``: ``token`` and what to test it against."""
     if not isinstance(body, dict):
@@ -136,7 +125,7 @@ def check_token(body: object) -> dict[str, Any]:
             for name in capabilities.WANT_FIELDS
             if request.get(name) is not None
         }
-        capabilities.check_claims(claims, item, authority_now(), wants=wants)
+        capabilities.check_claims(claims, item, heads.authority_now(), wants=wants)
     except ProtocolError as refusal:
         return {
             "valid": False,

@@ -69,6 +69,15 @@ def lock_head(group_id: str) -> Head | None:
     return Head(group_id, row[0], row[1], timezone.now())
 
 
+def authority_now() -> datetime:
+    """The authority clock: the database's, as ``lock_head`` reads it under the lock."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT clock_timestamp()")
+            return cursor.fetchone()[0]
+    return timezone.now()
+
+
 def no_such_group(group_id: str) -> ProtocolError:
     """``NOT_FOUND`` for a group id that names no group (wire.md §4)."""
     return ProtocolError(

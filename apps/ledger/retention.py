@@ -43,7 +43,7 @@ from django.db import connection, transaction
 from django.db.models import Max, Min
 
 from .archive import archive
-from .capabilities import authority_now
+from .head import authority_now
 from .models import Event, GroupLog, Snapshot
 from .snapshots import ChainBroken, take_as_authority
 

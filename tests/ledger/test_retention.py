@@ -30,7 +30,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from apps.ledger import authority
-from apps.ledger.capabilities import authority_now
+from apps.ledger.head import authority_now
 from apps.ledger.history import history
 from apps.ledger.models import ArchivedEvent, Event, GroupLog, Snapshot
 from apps.ledger.retention import archive_due_groups, archive_group

@@ -477,16 +477,11 @@ def replay_rest(base_url: str, token: str, built: BuiltGroup) -> ReplayRun:
     )
 
 
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
-
-
 def measure_replay(
     config: BenchConfig, events: int, *, log: Callable[[str], None] = lambda message: None
 ) -> ReplayResult:
     """Prepare the group in ``config.database_url``; replay it over the stream, then REST."""
-    from .facts import _git_revision
+    from .facts import _git_revision, load_average
 
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     built = prepare(config.database_url, events, log)
@@ -497,7 +492,7 @@ def measure_replay(
         runs=[],
         servers=1,
         started_at=started_at,
-        load_before=_load(),
+        load_before=load_average(),
         git_revision=_git_revision(),
     )
     one_server = dataclasses.replace(config, servers=1)
@@ -512,5 +507,5 @@ def measure_replay(
             f"replay: REST {run.events:,} events in {run.requests:,} pages, "
             f"{run.seconds:.1f} s ({run.rate:,.0f}/s)"
         )
-    result.load_after = _load()
+    result.load_after = load_average()
     return result

@@ -351,16 +351,11 @@ def measure_level(
     )
 
 
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
-
-
 def measure_stream(
     config: BenchConfig, plan: StreamPlan, *, log: Callable[[str], None] = lambda message: None
 ) -> StreamResult:
     """Build the world, start the servers, measure every level of ``plan``."""
-    from .facts import _git_revision
+    from .facts import _git_revision, load_average
 
     result = StreamResult(
         servers=config.servers,
@@ -368,7 +363,7 @@ def measure_stream(
         channel_layer=settings.CHANNEL_LAYERS["default"]["BACKEND"],
         gap_s=plan.gap_s,
         started_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        load_before=_load(),
+        load_before=load_average(),
         git_revision=_git_revision(),
     )
     started = time.perf_counter()
@@ -398,5 +393,5 @@ def measure_stream(
                 f"server CPU {level.server_cpu_s:.1f} s in {level.elapsed_s:.1f} s "
                 f"(idle {level.idle_server_cpu_s:.1f} s in {level.idle_s:.0f} s)"
             )
-    result.load_after = _load()
+    result.load_after = load_average()
     return result

@@ -21,8 +21,8 @@ from apps.ledger.broadcast import announce_head
 from apps.ledger.write_path import submit_command
 from apps.registry.services import authenticate_bearer
 from missionweave.protocol import strictjson
+from missionweave.protocol.commands import PUBLIC_COMMAND_TYPES
 from missionweave.protocol.envelope import check_signature, parse_envelope
-from missionweave.protocol.registry import PUBLIC_COMMAND_TYPES
 from missionweave.protocol.signing import parse_public_key, public_key_text
 
 from .ceilings import HASH, PAYLOAD

@@ -19,11 +19,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from missionweave.protocol import decider, offline
 from missionweave.protocol.authorization import authorize
+from missionweave.protocol.commands import (
+    ADMIN_COMMAND_TYPES,
+    COMMANDS,
+    PUBLIC_COMMAND_TYPES,
+    CommandSpec,
+)
 from missionweave.protocol.envelope import (
     Envelope,
     check_clock_skew,
@@ -33,14 +40,8 @@ from missionweave.protocol.envelope import (
 )
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.facts import Command, FollowUp
-from missionweave.protocol.identifiers import AUTHORITY
+from missionweave.protocol.identifiers import AUTHORITY, user_principal, username_of
 from missionweave.protocol.memberships import membership_key
-from missionweave.protocol.registry import (
-    ADMIN_COMMAND_TYPES,
-    COMMANDS,
-    PUBLIC_COMMAND_TYPES,
-    CommandSpec,
-)
 from missionweave.protocol.signing import parse_public_key
 
 from . import capabilities, follow_ups
@@ -65,6 +66,20 @@ class Caller:
     kind: CallerKind
     session_epoch: int | None = None  # an agent's: the epoch of the session its token opened
     is_staff: bool = False
+
+    @classmethod
+    def for_user(cls, user: AbstractBaseUser) -> Caller:
+        """A signed-in person: every dashboard, demo and admin command of a human starts here."""
+        return cls(
+            principal=user_principal(user.get_username()),
+            kind="user",
+            is_staff=bool(getattr(user, "is_staff", False)),
+        )
+
+    @property
+    def username(self) -> str:
+        """A person's username (``ValueError`` for an agent or the authority)."""
+        return username_of(self.principal)
 
 
 AUTHORITY_CALLER = Caller(principal=AUTHORITY, kind="authority")
@@ -112,7 +127,7 @@ def submit_as_human(
         command_id=command_id,
         type_=type_,
         group=group_id,
-        username=caller.principal.removeprefix("user:"),
+        username=caller.username,
         membership_epoch=membership.epoch if membership is not None and membership.active else 0,
         issued_at=timezone.now(),
         body=body,

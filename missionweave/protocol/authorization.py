@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from .commands import CommandSpec
 from .errors import ErrorCode, ProtocolError
 from .memberships import Membership
-from .registry import CommandSpec
 
 
 def authorize(

@@ -12,8 +12,8 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from . import memberships, missions, offline, workitems
+from .commands import COMMANDS
 from .facts import Command, Decision, Fact, StateKey, View
-from .registry import COMMANDS
 
 _ROUTES: dict[str, Callable[[dict[str, Any]], list[StateKey]]] = {
     **memberships.EVENT_ROUTES,

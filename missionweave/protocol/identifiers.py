@@ -38,8 +38,23 @@ def is_principal(value: object) -> bool:
 
 
 def agent_principal(agent_id: str) -> str:
+    """The principal of an agent (wire.md §2): the one place ``agent:`` is written."""
     return f"agent:{agent_id}"
 
 
 def user_principal(username: str) -> str:
+    """The principal of a person (wire.md §2): the one place ``user:`` is written."""
     return f"user:{username}"
+
+
+def username_of(principal: str) -> str:
+    """The username of a ``user:`` principal (``ValueError`` for any other principal)."""
+    kind, name = parse_principal(principal)
+    if kind != "user":
+        raise ValueError(f"{principal!r} is not a person")
+    return name
+
+
+def is_human(principal: str) -> bool:
+    """Whether ``principal`` is a person (``user:``), whose commands are unsigned (wire.md §3)."""
+    return principal.startswith("user:")

@@ -39,8 +39,8 @@ from missionweave.protocol.capabilities import (
     MIN_TOKEN_TTL_S,
     SCOPE_KINDS,
 )
+from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.offline import BINDING_FIELDS, BUFFERABLE, EXTENSION, MAX_GRACE
-from missionweave.protocol.registry import COMMANDS
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.validation import BUDGET_DIMENSIONS
 from missionweave.protocol.work.checks import (

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from missionweave.protocol import decider
+from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ProtocolError
 from missionweave.protocol.facts import Command, Decision, Fact, StateKey
-from missionweave.protocol.registry import COMMANDS
 from missionweave.protocol.timefmt import format_timestamp
 
 NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from missionweave.protocol.authorization import authorize
+from missionweave.protocol.commands import COMMANDS, CommandSpec
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.memberships import Membership
-from missionweave.protocol.registry import COMMANDS, CommandSpec
 
 CREATE = COMMANDS["mission.create"]
 W1 = "agent:w1"

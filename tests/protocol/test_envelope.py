@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from missionweave.protocol.commands import PUBLIC_COMMAND_TYPES
 from missionweave.protocol.envelope import (
     check_clock_skew,
     check_signature,
@@ -15,7 +16,6 @@ from missionweave.protocol.envelope import (
     signing_bytes,
 )
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.registry import PUBLIC_COMMAND_TYPES
 from missionweave.protocol.signing import generate_private_key
 
 GROUP = "g-research"

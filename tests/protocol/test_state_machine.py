@@ -17,8 +17,8 @@ from datetime import timedelta
 import pytest
 
 from missionweave.protocol import states as S
+from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.registry import COMMANDS
 from missionweave.protocol.work.checks import BLOCKED_LEASE
 from missionweave.protocol.workitems import work_item_key
 

@@ -27,11 +27,11 @@ from typing import Any, Protocol
 
 from missionweave.protocol import states as S
 from missionweave.protocol.canonical import sha256_digest
+from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.facts import Decision
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.missions import mission_key
-from missionweave.protocol.registry import COMMANDS
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.workitems import proposal_key, work_item_key
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Nothing here touches the disk: the folders below are made when the project starts
+# (``missionweave/local_dirs.py``), so importing the settings has no side effect.
 VAR_DIR = Path(os.environ.get("MWP_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "channels",
+    "missionweave",
     "apps.registry",
     "apps.ledger",
     "apps.work",
@@ -175,7 +177,6 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"  # collectstatic's target, for deployments that want it
-STATIC_ROOT.mkdir(exist_ok=True)
 # Find files in static/ directly: no collectstatic step is needed to run the product.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
@@ -261,8 +262,6 @@ def _celery_broker() -> tuple[str, dict]:
         return url, {}
     root = VAR_DIR / "celery"
     folders = {name: root / name for name in ("queue", "processed", "control")}
-    for folder in folders.values():
-        folder.mkdir(parents=True, exist_ok=True)
     # Producers (beat, the web server) and the worker share one folder: what one writes in,
     # the other reads out. Read messages are deleted (store_processed off), so the folder
     # does not grow with every sweep; ``processed`` is there for whoever turns it on.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .commands import CommandSpec
 from .errors import ErrorCode, ProtocolError
+from .identifiers import is_human
 from .memberships import Membership
 
 
@@ -17,7 +18,7 @@ def authorize(
             f"{actor} is not a member of this group",
             requirement="wire§2",
         )
-    if spec.humans_only and not actor.startswith("user:"):
+    if spec.humans_only and not is_human(actor):
         raise ProtocolError(
             ErrorCode.FORBIDDEN, f"{spec.type} is issued by a human only", requirement="wire§9"
         )

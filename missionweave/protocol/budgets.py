@@ -26,6 +26,11 @@ MAX_ANCESTRY = 64
 #: infinity, which no JSON can hold. A charge that would pass it is refused like any overflow.
 MAX_USED = 2**53 - 1
 
+#: the event of offline reconciliation's charge (R11.5-12)
+USAGE_RECORDED = "ext.missionweaveprotocol.core.resource_usage_recorded"
+#: the events that charge usage to a WorkItem and its mission ancestry
+CHARGE_EVENTS = frozenset({"work.usage_recorded", USAGE_RECORDED, "mission.child_usage_recorded"})
+
 
 class Budgeted(Protocol):
     id: str

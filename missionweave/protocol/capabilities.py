@@ -25,7 +25,7 @@ from .facts import Command, Decision, NewEvent, View
 from .timefmt import format_timestamp, parse_timestamp
 from .validation import check_fields, check_id, malformed
 from .work.checks import MAX_LEASE_TTL_S, owner_with_lease
-from .workitems import WorkItem
+from .work.items import WorkItem
 
 ISSUE = "capability.issue"
 ISSUED = "capability.issued"

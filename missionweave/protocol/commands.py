@@ -10,14 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import capabilities, memberships, missions, offline, snapshots
+from . import capabilities, memberships, offline, snapshots
 from .facts import Command, Decision, StateKey, View
+from .missions import children, lifecycle
 from .work import checks, execution, leases, offers, planning, review
 
 ANY_MEMBER_BUT_OBSERVER = frozenset({"admin", "mission_owner", "coordinator", "worker", "reviewer"})
 COORDINATOR = frozenset({"coordinator"})
-OWNER = frozenset({"worker", "coordinator"})  # the owner is whoever accepted; roles gate who may
-OFFERED_WORKER = frozenset({"worker", "coordinator"})
+#: who may act as a worker: accept or reject an offer, then, as its owner, run the item (whoever
+#: accepted owns it; these roles only gate who may try)
+WORKER = frozenset({"worker", "coordinator"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,41 +50,41 @@ def _spec(
 
 _SPECS = (
     _spec(
-        missions.CREATE,
+        lifecycle.CREATE,
         frozenset({"mission_owner", "coordinator"}),
-        missions.validate_create,
-        missions.keys_of_create,
-        missions.decide_create,
+        lifecycle.validate_create,
+        lifecycle.keys_of_create,
+        lifecycle.decide_create,
     ),
     _spec(
-        missions.CREATE_CHILD,
+        children.CREATE_CHILD,
         COORDINATOR,
-        missions.validate_create_child,
-        missions.keys_of_create_child,
-        missions.decide_create_child,
+        children.validate_create_child,
+        children.keys_of_create_child,
+        children.decide_create_child,
         other_groups=lambda body: [body["child"]["group"]],
     ),
     _spec(
-        missions.APPROVE,
+        lifecycle.APPROVE,
         frozenset({"mission_owner"}),
-        missions.validate_approve,
-        missions.keys_of_mission_end,
-        missions.decide_approve,
+        lifecycle.validate_approve,
+        lifecycle.keys_of_mission_end,
+        lifecycle.decide_approve,
         humans_only=True,
     ),
     _spec(
-        missions.FAIL,
+        lifecycle.FAIL,
         frozenset({"mission_owner", "coordinator"}),
-        missions.validate_fail_or_cancel,
-        missions.keys_of_mission_end,
-        missions.decide_end,
+        lifecycle.validate_fail_or_cancel,
+        lifecycle.keys_of_mission_end,
+        lifecycle.decide_end,
     ),
     _spec(
-        missions.CANCEL,
+        lifecycle.CANCEL,
         frozenset({"mission_owner", "coordinator"}),
-        missions.validate_fail_or_cancel,
-        missions.keys_of_mission_end,
-        missions.decide_end,
+        lifecycle.validate_fail_or_cancel,
+        lifecycle.keys_of_mission_end,
+        lifecycle.decide_end,
     ),
     _spec(
         "work.propose",
@@ -108,14 +110,14 @@ _SPECS = (
     _spec("work.offer", COORDINATOR, offers.validate_offer, checks.item_keys, offers.decide_offer),
     _spec(
         "work.accept_offer",
-        OFFERED_WORKER,
+        WORKER,
         offers.validate_accept,
         checks.item_keys,
         offers.decide_accept,
     ),
     _spec(
         "work.reject_offer",
-        OFFERED_WORKER,
+        WORKER,
         offers.validate_reject,
         checks.item_keys,
         offers.decide_reject,
@@ -130,41 +132,43 @@ _SPECS = (
     ),
     _spec(
         "work.start",
-        OWNER,
+        WORKER,
         execution.validate_start,
         execution.keys_of_start,
         execution.decide_start,
     ),
-    _spec("lease.renew", OWNER, execution.validate_renew, checks.item_keys, execution.decide_renew),
+    _spec(
+        "lease.renew", WORKER, execution.validate_renew, checks.item_keys, execution.decide_renew
+    ),
     _spec(
         capabilities.ISSUE,
-        OWNER,
+        WORKER,
         capabilities.validate_issue,
         checks.item_keys,
         capabilities.decide_issue,
     ),
     _spec(
         "work.progress",
-        OWNER,
+        WORKER,
         execution.validate_progress,
         offline.with_ancestry(checks.item_keys),
         execution.decide_progress,
     ),
     _spec(
         "work.usage",
-        OWNER,
+        WORKER,
         execution.validate_usage,
         execution.keys_of_charge,
         execution.decide_usage,
     ),
     _spec(
         "work.checkpoint",
-        OWNER,
+        WORKER,
         execution.validate_checkpoint,
         offline.with_ancestry(checks.item_keys),
         execution.decide_checkpoint,
     ),
-    _spec("work.block", OWNER, execution.validate_block, checks.item_keys, execution.decide_block),
+    _spec("work.block", WORKER, execution.validate_block, checks.item_keys, execution.decide_block),
     _spec(
         "work.unblock",
         COORDINATOR,
@@ -173,7 +177,7 @@ _SPECS = (
         review.decide_unblock,
     ),
     _spec(
-        "work.submit", OWNER, execution.validate_submit, checks.item_keys, execution.decide_submit
+        "work.submit", WORKER, execution.validate_submit, checks.item_keys, execution.decide_submit
     ),
     _spec(
         "evidence.record",
@@ -248,33 +252,33 @@ _SPECS = (
     _spec(
         execution.LINK_USAGE,
         frozenset(),
-        missions.validate_link_usage,
-        missions.keys_of_link_usage,
-        missions.decide_link_usage,
+        children.validate_link_usage,
+        children.keys_of_link_usage,
+        children.decide_link_usage,
         authority_only=True,
     ),
     _spec(
-        missions.LINK_CREATE,
+        children.LINK_CREATE,
         frozenset(),
-        missions.validate_link_create,
-        missions.keys_of_link_create,
-        missions.decide_link_create,
+        children.validate_link_create,
+        children.keys_of_link_create,
+        children.decide_link_create,
         authority_only=True,
     ),
     _spec(
-        missions.LINK_APPROVED,
+        children.LINK_APPROVED,
         frozenset(),
-        missions.validate_link_outcome,
-        missions.keys_of_link_outcome,
-        missions.decide_link_approved,
+        children.validate_link_outcome,
+        children.keys_of_link_outcome,
+        children.decide_link_approved,
         authority_only=True,
     ),
     _spec(
-        missions.LINK_FAILED,
+        children.LINK_FAILED,
         frozenset(),
-        missions.validate_link_outcome,
-        missions.keys_of_link_outcome,
-        missions.decide_link_failed,
+        children.validate_link_outcome,
+        children.keys_of_link_outcome,
+        children.decide_link_failed,
         authority_only=True,
     ),
 )

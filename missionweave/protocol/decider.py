@@ -4,26 +4,32 @@
 ``evolve(key, aggregate, fact)`` folds one appended event into one aggregate. ``routes(fact)``
 names the aggregates an event changes. The write path and ``rebuild_projections`` both apply
 events with ``evolve``, so a live projection and a replay cannot drift apart.
+
+Routing and evolving are looked up in the evolver registry (``evolvers.REGISTRY``), which the
+modules below fill as they are imported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
-from . import memberships, missions, offline, workitems
+from . import memberships, offline, snapshots
 from .commands import COMMANDS
+from .evolvers import REGISTRY
 from .facts import Command, Decision, Fact, StateKey, View
+from .missions import evolvers as mission_evolvers
+from .work import dependencies, item_evolvers, proposals
 
-_ROUTES: dict[str, Callable[[dict[str, Any]], list[StateKey]]] = {
-    **memberships.EVENT_ROUTES,
-    **missions.EVENT_ROUTES,
-    **workitems.EVENT_ROUTES,
-}
-# Events that change a Mission besides its own: the WorkItem lists and child links.
-_ALSO_MISSION = {
-    "mission.child_created": lambda payload: [missions.mission_key(payload["mission"])],
-}
+#: the modules whose evolvers (and audit-only declarations) this decider routes with
+EVOLVER_MODULES = (
+    memberships,
+    mission_evolvers,
+    item_evolvers,
+    dependencies,
+    proposals,
+    snapshots,
+)
 
 
 def decide(view: View, command: Command) -> Decision:
@@ -40,26 +46,17 @@ def decide(view: View, command: Command) -> Decision:
 
 def routes(fact: Fact) -> list[StateKey]:
     """The aggregates ``fact`` changes; events that change none (audit only) route nowhere."""
-    route = _ROUTES.get(fact.type)
-    keys = route(fact.payload) if route else []
-    also = _ALSO_MISSION.get(fact.type)
-    return keys + also(fact.payload) if also else keys
+    return REGISTRY.routes(fact)
 
 
 def evolve(key: StateKey, current: Any, fact: Fact) -> Any:
     """The aggregate at ``key`` after ``fact``."""
-    kind = key[0]
-    if kind == "membership":
-        return memberships.evolve_membership(current, fact)
-    if kind == "mission":
-        return missions.evolve_mission(current, fact, key)
-    if kind == "work_item":
-        return workitems.evolve_work_item(current, fact)
-    if kind == "proposal":
-        return workitems.evolve_proposal(current, fact)
-    if kind == "dependencies":
-        return workitems.evolve_graph(current, fact)
-    raise ValueError(f"no aggregate of kind {kind!r}")
+    return REGISTRY.evolve(key, current, fact)
+
+
+def events_changing(kind: str) -> frozenset[str]:
+    """The event types that change aggregates of ``kind`` (``"work_item"``, ``"mission"``…)."""
+    return REGISTRY.events_changing(kind)
 
 
 def apply(state: MutableMapping[StateKey, Any], fact: Fact) -> list[StateKey]:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from .canonical import canonical_bytes, digest, without
 from .errors import ErrorCode, ProtocolError
-from .identifiers import is_id, parse_principal
+from .identifiers import is_id, parse_principal, user_principal
 from .signing import sign, verify
 from .timefmt import format_timestamp, parse_timestamp
 
@@ -192,7 +192,7 @@ def human_envelope(
         "id": command_id,
         "type": type_,
         "group": group,
-        "actor": f"user:{username}",
+        "actor": user_principal(username),
         "membership_epoch": membership_epoch,
         "issued_at": format_timestamp(issued_at),
         "body": body,

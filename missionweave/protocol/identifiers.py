@@ -55,6 +55,11 @@ def username_of(principal: str) -> str:
     return name
 
 
+def is_agent(principal: str) -> bool:
+    """Whether ``principal`` is an agent (``agent:``), whose commands are signed (wire.md §3)."""
+    return principal.startswith("agent:")
+
+
 def is_human(principal: str) -> bool:
     """Whether ``principal`` is a person (``user:``), whose commands are unsigned (wire.md §3)."""
     return principal.startswith("user:")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import ErrorCode, ProtocolError
+from .evolvers import REGISTRY, evolves
 from .facts import Command, Decision, Fact, NewEvent, StateKey, View
 from .identifiers import ROLES
 from .validation import check_fields, check_principal, malformed
@@ -98,21 +99,23 @@ def decide_revoke(view: View, command: Command) -> Decision:
     )
 
 
-def evolve_membership(current: Membership | None, fact: Fact) -> Membership:
+MEMBERSHIP = REGISTRY.aggregate(
+    "membership", keys=lambda fact: [membership_key(fact.payload["principal"])]
+)
+
+
+@evolves("membership.granted", "membership.changed", aggregate=MEMBERSHIP, creates=True)
+def _granted(current: Membership | None, fact: Fact, key: StateKey) -> Membership:
     payload = fact.payload
-    if fact.type in ("membership.granted", "membership.changed"):
-        return Membership(
-            principal=payload["principal"],
-            roles=tuple(payload["roles"]),
-            epoch=payload["epoch"],
-            active=True,
-        )
-    assert current is not None, "membership.revoked for an unknown member"
-    return replace(current, epoch=payload["epoch"], active=False)
+    return Membership(
+        principal=payload["principal"],
+        roles=tuple(payload["roles"]),
+        epoch=payload["epoch"],
+        active=True,
+    )
 
 
-EVENT_ROUTES = {
-    "membership.granted": lambda payload: [membership_key(payload["principal"])],
-    "membership.changed": lambda payload: [membership_key(payload["principal"])],
-    "membership.revoked": lambda payload: [membership_key(payload["principal"])],
-}
+@evolves("membership.revoked", aggregate=MEMBERSHIP)
+def _revoked(membership: Membership, fact: Fact, key: StateKey) -> Membership:
+    """The epoch survives a revoke, so a later grant continues from it."""
+    return replace(membership, epoch=fact.payload["epoch"], active=False)

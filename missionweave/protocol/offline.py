@@ -32,14 +32,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .budgets import non_zero
+from .budgets import USAGE_RECORDED, non_zero
 from .errors import ErrorCode, ProtocolError
 from .facts import Command, Decision, FollowUp, NewEvent, StateKey, View
+from .identifiers import is_agent
 from .timefmt import format_timestamp, parse_timestamp
-from .validation import check_fields, check_id, check_principal, malformed
+from .validation import check_amounts, check_fields, check_id, check_principal, malformed
 from .work import execution
 from .work.checks import require_item
-from .workitems import USAGE_RECORDED, Lease, WorkItem
+from .work.items import Lease, WorkItem
 
 EXTENSION = "urn:missionweaveprotocol:extension:bounded-offline-execution"
 #: where the binding sits in the envelope, for MALFORMED paths (wire.md §8)
@@ -120,7 +121,7 @@ def parse_binding(value: object) -> Binding:
         raise malformed("the offline binding is an object", _path(), "R11.5-07")
     check_fields(value, required=BINDING_FIELDS, path=BINDING_PATH)
     agent = check_principal(value["agent"], _path("agent"))
-    if not agent.startswith("agent:"):
+    if not is_agent(agent):
         raise malformed("a binding's principal is an agent", _path("agent"), "R11.5-08")
     for name in ("group", "work_item", "lease_id"):
         check_id(value[name], _path(name))
@@ -132,7 +133,7 @@ def parse_binding(value: object) -> Binding:
             raise malformed(
                 "expected an RFC 3339 UTC timestamp ending in Z", _path(name), "wire§1"
             ) from None
-    usage = execution.check_usage(value["usage"], _path("usage"))
+    usage = check_amounts(value["usage"], _path("usage"), what="usage")
     return Binding(
         agent=agent,
         group=value["group"],
@@ -229,15 +230,6 @@ def historical_lease(item: WorkItem, binding: Binding, actor: str) -> Lease:
             f"lease {lease.lease_id} expired at {lease.expires_at}, not later",
         )
     return lease
-
-
-def window_end(binding: Binding, lease: Lease) -> datetime:
-    """The last instant a command could be buffered: the grace deadline or the lease's
-    closure, whichever came first (what the property tests check every acceptance against)."""
-    end = binding.grace_deadline
-    if lease.closed_at is not None:
-        end = min(end, parse_timestamp(lease.closed_at))
-    return end
 
 
 def require_window(item: WorkItem, binding: Binding, actor: str, now: datetime) -> Lease:

@@ -17,21 +17,28 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from .canonical import canonical_bytes, is_digest, sha256_digest, without
 from .errors import ProtocolError
+from .evolvers import AGGREGATE_KINDS, REGISTRY
 from .facts import Command, Decision, NewEvent, StateKey, View
 from .memberships import Membership
-from .missions import Mission
+from .missions.model import Mission
 from .signing import document_signature_holds, sign_document
 from .strictjson import parse
 from .validation import check_fields, malformed
-from .workitems import DependencyGraph, Proposal, WorkItem
+from .work.dependencies import DependencyGraph
+from .work.items import WorkItem
+from .work.proposals import Proposal
 
 CREATE = "snapshot.create"
 CREATED = "snapshot.created"
 #: every aggregate kind, always present in ``projections`` (empty when the group has none)
-KINDS: tuple[str, ...] = ("dependencies", "membership", "mission", "proposal", "work_item")
+KINDS: tuple[str, ...] = tuple(sorted(AGGREGATE_KINDS))
 FIELDS: frozenset[str] = frozenset(
     {"group", "sequence", "event_hash", "projections", "created_at", "authority", "signature"}
 )
+
+
+# A snapshot records the state; it changes none of it.
+REGISTRY.audit_only(CREATED)
 
 
 class SnapshotRefused(ValueError):

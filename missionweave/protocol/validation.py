@@ -64,15 +64,20 @@ def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_budgets(value: object, path: str) -> dict[str, float | int]:
-    """Non-negative numbers by dimension; a dimension left out is unlimited (wire.md §10)."""
+def check_amounts(value: object, path: str, *, what: str) -> dict[str, float | int]:
+    """Non-negative numbers keyed by budget dimension (R10.1-01(g)).
+
+    One check for a mission's ``budgets``, where a dimension left out is unlimited (wire.md
+    §10), and a ``usage`` delta, where it counts 0 (wire.md §9), so the two cannot drift
+    apart; ``what`` names the field in the refusal.
+    """
     if not isinstance(value, dict):
-        raise malformed("budgets is an object keyed by dimension", path, "R10.1-01")
+        raise malformed(f"{what} is an object keyed by dimension", path, "R10.1-01")
     for name, amount in value.items():
         if name not in BUDGET_DIMENSIONS:
             raise malformed(f"unknown budget dimension {name!r}", f"{path}.{name}", "R10.1-01")
         if not is_number(amount) or amount < 0:
-            raise malformed("a budget is a non-negative number", f"{path}.{name}", "R10.1-01")
+            raise malformed("expected a non-negative number", f"{path}.{name}", "R10.1-01")
     return value
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from missionweave.protocol import budgets
 from missionweave.protocol.errors import ErrorCode
-from missionweave.protocol.missions import mission_key
+from missionweave.protocol.missions.model import mission_key
 
 from .lease_stories import SessionDriver, active, driver_of, item, refused, with_body
 from .work_scenarios import MISSION_OWNER, Call, WorkStory, work_contract

@@ -23,7 +23,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.facts import Decision
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import LEASE_TTL
-from missionweave.protocol.workitems import WorkItem, work_item_key
+from missionweave.protocol.work.items import WorkItem, work_item_key
 
 from .deciders import GROUP, NOW
 from .work_scenarios import ITEM, WORKER, Call, PureDriver, WorkStory, story_in, work_contract

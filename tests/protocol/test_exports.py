@@ -4,6 +4,7 @@ R16-10/R16-11 (a chain verified up to an authority-signed head is authentic), wi
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -71,8 +72,6 @@ def _export(count: int, *, key: Ed25519PrivateKey = KEY) -> list[bytes]:
 
 
 def _decoded(line: str | bytes) -> dict[str, Any]:
-    import json
-
     return json.loads(line)
 
 

@@ -22,16 +22,16 @@ from missionweave.protocol.work.checks import (
     MAX_START_WINDOW_S,
     START_WINDOW,
 )
-from missionweave.protocol.work.leases import (
-    REOFFER_WINDOW,
-    reassign_command_id,
-    revoke_command_id,
-)
-from missionweave.protocol.workitems import (
+from missionweave.protocol.work.items import (
     BLOCKED_LEASE_EXPIRED,
     LEASE_EXPIRED,
     START_DEADLINE_MISSED,
     WorkItem,
+)
+from missionweave.protocol.work.leases import (
+    REOFFER_WINDOW,
+    reassign_command_id,
+    revoke_command_id,
 )
 
 from .deciders import NOW

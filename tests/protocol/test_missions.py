@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from missionweave.protocol.errors import ErrorCode
-from missionweave.protocol.missions import CREATE, mission_key
+from missionweave.protocol.missions.lifecycle import CREATE
+from missionweave.protocol.missions.model import mission_key
 
 from .deciders import Scenario
 

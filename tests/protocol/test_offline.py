@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from missionweave.protocol import states as S
+from missionweave.protocol.budgets import USAGE_RECORDED
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.facts import Command
-from missionweave.protocol.missions import mission_key
+from missionweave.protocol.missions.model import mission_key
 from missionweave.protocol.offline import (
     AFTER_GRACE_DEADLINE,
     AFTER_LEASE_CLOSURE,
@@ -35,7 +36,7 @@ from missionweave.protocol.offline import (
 )
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.work.checks import LEASE_TTL, item_keys
-from missionweave.protocol.workitems import USAGE_RECORDED, work_item_key
+from missionweave.protocol.work.items import work_item_key
 
 from .deciders import GROUP, NOW
 from .offline_stories import (

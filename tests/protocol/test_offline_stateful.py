@@ -44,12 +44,11 @@ from hypothesis.stateful import (
 )
 
 from missionweave.protocol import states as S
-from missionweave.protocol.budgets import non_zero
+from missionweave.protocol.budgets import USAGE_RECORDED, non_zero
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.offline import EXTENSION, MAX_GRACE
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
-from missionweave.protocol.workitems import USAGE_RECORDED
 
 from .deciders import GROUP
 from .offline_stories import driver_of

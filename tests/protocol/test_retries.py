@@ -20,8 +20,8 @@ from missionweave.protocol import states as S
 from missionweave.protocol.errors import ErrorCode
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.checks import LEASE_TTL, START_WINDOW
+from missionweave.protocol.work.items import START_DEADLINE_MISSED, WorkItem
 from missionweave.protocol.work.leases import retry_plan
-from missionweave.protocol.workitems import START_DEADLINE_MISSED, WorkItem
 
 from .deciders import NOW
 from .lease_stories import (

@@ -8,7 +8,7 @@ import pytest
 
 from missionweave.protocol.canonical import ZERO_HASH, canonical_bytes, sha256_digest, without
 from missionweave.protocol.memberships import Membership
-from missionweave.protocol.missions import Mission
+from missionweave.protocol.missions.model import Mission
 from missionweave.protocol.signing import generate_private_key
 from missionweave.protocol.snapshots import (
     KINDS,
@@ -20,7 +20,7 @@ from missionweave.protocol.snapshots import (
     snapshot_digest,
     verify_snapshot,
 )
-from missionweave.protocol.workitems import DependencyGraph
+from missionweave.protocol.work.dependencies import DependencyGraph
 
 KEY = generate_private_key()
 STATE: dict[Any, Any] = {

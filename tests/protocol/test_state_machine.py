@@ -20,7 +20,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.work.checks import BLOCKED_LEASE
-from missionweave.protocol.workitems import work_item_key
+from missionweave.protocol.work.items import work_item_key
 
 from .deciders import NOW
 from .work_scenarios import (

@@ -31,9 +31,10 @@ from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.facts import Decision
 from missionweave.protocol.identifiers import AUTHORITY
-from missionweave.protocol.missions import mission_key
+from missionweave.protocol.missions.model import mission_key
 from missionweave.protocol.timefmt import format_timestamp
-from missionweave.protocol.workitems import proposal_key, work_item_key
+from missionweave.protocol.work.items import work_item_key
+from missionweave.protocol.work.proposals import proposal_key
 
 from .deciders import GROUP, NOW, Scenario
 

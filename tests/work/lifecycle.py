@@ -22,10 +22,13 @@ from missionweave.protocol.examples import example_contract
 from missionweave.protocol.facts import Fact, StateKey
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
-from missionweave.protocol.workitems import WORK_ITEM_EVENTS, Offer, WorkItem, work_item_key
+from missionweave.protocol.work.items import Offer, WorkItem, work_item_key
 from tests.factories import AgentPersona, HumanPersona, now_text
 
 Persona = AgentPersona | HumanPersona
+
+#: the events that change a WorkItem, as the evolver registry knows them
+WORK_ITEM_EVENTS = decider.events_changing("work_item")
 
 #: far enough ahead that a start deadline is always START_WINDOW from acceptance
 DEADLINE = "2099-01-01T00:00:00Z"

@@ -7,6 +7,7 @@ table in ``states.py`` (``ILLEGAL_TRANSITION``)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,12 +24,7 @@ from ..validation import (
     find_private_reasoning,
     malformed,
 )
-from ..workitems import (
-    BLOCKED_LEASE,
-    Lease,
-    WorkItem,
-    work_item_key,
-)
+from .items import BLOCKED_LEASE, Lease, WorkItem, work_item_key
 
 __all__ = ["BLOCKED_LEASE"]  # re-exported: offers decide with it
 
@@ -179,6 +175,21 @@ def evidence_list(value: object, path: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise malformed("evidence is a list of evidence items", path, "R13.2-02")
     return [check_evidence_item(item, f"{path}[{index}]") for index, item in enumerate(value)]
+
+
+def uncovered_criteria(item: WorkItem, covered: Collection[str]) -> list[str]:
+    """The ids of the contract's acceptance criteria that ``covered`` leaves out, in order."""
+    return [c["id"] for c in item.contract.get("acceptance_criteria", []) if c["id"] not in covered]
+
+
+def evidence_missing(
+    missing: list[str], message: str, requirement: str = "R13.2-02"
+) -> ProtocolError:
+    """``EVIDENCE_MISSING`` naming what is missing: a submission, a review or a failure
+    without the evidence the protocol asks of it (R13.2-02, R10.2-13)."""
+    return ProtocolError(
+        ErrorCode.EVIDENCE_MISSING, message, requirement=requirement, details={"missing": missing}
+    )
 
 
 def start_deadline_for(item: WorkItem, now: datetime) -> str:

@@ -12,21 +12,18 @@ from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, FollowUp, NewEvent, StateKey, View
 from ..timefmt import format_timestamp
 from ..validation import (
-    BUDGET_DIMENSIONS,
+    check_amounts,
     check_fields,
     check_id,
     check_text,
     is_number,
     malformed,
 )
-from ..workitems import (
-    WorkItem,
-    work_item_key,
-)
 from .checks import (
     approvals_required,
     digests,
     evidence_list,
+    evidence_missing,
     lease_ttl,
     no_private_reasoning,
     owner_with_lease,
@@ -35,7 +32,9 @@ from .checks import (
     start_deadline_for,
     strings,
     timestamp,
+    uncovered_criteria,
 )
+from .items import WorkItem, work_item_key
 from .leases import require_retry_due
 
 #: the authority command that charges a parent group for a child mission's usage
@@ -222,19 +221,7 @@ def _recorded(event: str):
 
 def validate_usage(body: dict[str, Any]) -> None:
     _validate_owner_body(body, ("usage",))
-    check_usage(body["usage"], "$.usage")
-
-
-def check_usage(usage: object, path: str) -> dict[str, Any]:
-    """A usage delta: non-negative numbers by dimension, absent = 0 (wire.md §9)."""
-    if not isinstance(usage, dict):
-        raise malformed("usage is an object keyed by dimension", path, "R10.1-01")
-    for name, amount in usage.items():
-        if name not in BUDGET_DIMENSIONS:
-            raise malformed(f"unknown dimension {name!r}", f"{path}.{name}", "R10.1-01")
-        if not is_number(amount) or amount < 0:
-            raise malformed("usage is a non-negative number", f"{path}.{name}", "R10.1-01")
-    return usage
+    check_amounts(body["usage"], "$.usage", what="usage")
 
 
 def keys_of_charge(command: Command, view: View) -> set[StateKey]:
@@ -335,16 +322,9 @@ def decide_submit(view: View, command: Command) -> Decision:
             status=202,
         )
     item, _lease = owner_with_lease(view, command)
-    criteria = [c["id"] for c in item.contract.get("acceptance_criteria", [])]
-    covered = {e["criterion"] for e in command.body["evidence"]}
-    missing = [c for c in criteria if c not in covered]
+    missing = uncovered_criteria(item, {e["criterion"] for e in command.body["evidence"]})
     if missing:
-        raise ProtocolError(
-            ErrorCode.EVIDENCE_MISSING,
-            f"no evidence for acceptance criteria {', '.join(missing)}",
-            requirement="R13.2-02",
-            details={"missing": missing},
-        )
+        raise evidence_missing(missing, f"no evidence for acceptance criteria {', '.join(missing)}")
     return Decision([NewEvent("work.submitted", dict(command.body))])
 
 

@@ -21,13 +21,8 @@ from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, View
 from ..timefmt import format_timestamp, parse_timestamp
 from ..validation import check_choice, check_fields, check_id, malformed
-from ..workitems import (
-    BLOCKED_LEASE_EXPIRED,
-    LEASE_EXPIRED,
-    START_DEADLINE_MISSED,
-    WorkItem,
-)
 from .checks import require_item, start_deadline_for
+from .items import BLOCKED_LEASE_EXPIRED, LEASE_EXPIRED, START_DEADLINE_MISSED, WorkItem
 
 REASSIGN = "work.reassign"
 REVOKE = "lease.revoke"

@@ -19,10 +19,6 @@ from ..validation import (
     check_text,
     malformed,
 )
-from ..workitems import (
-    Offer,
-    WorkItem,
-)
 from .checks import (
     BLOCKED_LEASE,
     MAX_SEQUENTIAL_OFFERS,
@@ -38,6 +34,7 @@ from .checks import (
     start_deadline_for,
     timestamp,
 )
+from .items import Offer, WorkItem
 
 # --- work.offer (R10.2-03, R10.3) ----------------------------------------------------------
 

@@ -9,22 +9,17 @@ from .. import states as S
 from ..contracts import validate_contract
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, StateKey, View
-from ..missions import mission_or_404, require_active_mission
+from ..missions.model import mission_or_404, require_active_mission
 from ..validation import (
     check_fields,
     check_id,
     check_text,
     malformed,
 )
-from ..workitems import (
-    GRAPH_KEY,
-    DependencyGraph,
-    proposal_key,
-    work_item_key,
-)
-from .checks import (
-    require_item,
-)
+from .checks import require_item
+from .dependencies import GRAPH_KEY, DependencyGraph
+from .items import work_item_key
+from .proposals import proposal_key
 
 # --- work.propose / work.authorize (R10.2-01, R10.2-02, R10.4) ----------------------------
 

@@ -8,6 +8,7 @@ from typing import Any
 from .. import states as S
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, View
+from ..identifiers import is_human
 from ..validation import (
     check_choice,
     check_fields,
@@ -19,12 +20,14 @@ from .checks import (
     REVIEW_VERDICTS,
     check_evidence_item,
     evidence_list,
+    evidence_missing,
     no_private_reasoning,
     require_current_lease_id,
     require_item,
     require_live_lease,
     require_owner,
     start_deadline_for,
+    uncovered_criteria,
 )
 from .leases import owner_failure
 
@@ -101,7 +104,7 @@ def decide_accept_result(view: View, command: Command) -> Decision:
     S.require_state(command.type, item.state, work_item=item.id)
     criteria = item.contract.get("acceptance_criteria", [])
     if any(c.get("method") == "human_review" for c in criteria) and not (
-        command.actor.startswith("user:") and "mission_owner" in command.actor_roles
+        is_human(command.actor) and "mission_owner" in command.actor_roles
     ):
         raise ProtocolError(
             ErrorCode.FORBIDDEN,
@@ -109,14 +112,9 @@ def decide_accept_result(view: View, command: Command) -> Decision:
             requirement="R13.2-03",
         )
     verdicts = {v["criterion"]: v["verdict"] for v in command.body["review"]["verdicts"]}
-    missing = [c["id"] for c in criteria if c["id"] not in verdicts]
+    missing = uncovered_criteria(item, verdicts)
     if missing:
-        raise ProtocolError(
-            ErrorCode.EVIDENCE_MISSING,
-            f"no verdict for {', '.join(missing)}",
-            requirement="R13.2-02",
-            details={"missing": missing},
-        )
+        raise evidence_missing(missing, f"no verdict for {', '.join(missing)}")
     failing = [criterion for criterion, verdict in verdicts.items() if verdict != "pass"]
     if failing:
         raise ProtocolError(
@@ -156,12 +154,7 @@ def decide_fail(view: View, command: Command) -> Decision:
     else:
         S.require_state(command.type, item.state, work_item=item.id)
     if not command.body["evidence"]:
-        raise ProtocolError(
-            ErrorCode.EVIDENCE_MISSING,
-            "a failure carries evidence",
-            requirement="R10.2-13",
-            details={"missing": ["failure evidence"]},
-        )
+        raise evidence_missing(["failure evidence"], "a failure carries evidence", "R10.2-13")
     if by_owner and item.state == S.ACTIVE:
         event = owner_failure(item, command)
         return Decision([event], {"outcome": event.type})

@@ -1,0 +1,82 @@
+"""How each event changes a Mission: one small evolver per event type."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..budgets import CHARGE_EVENTS, add_usage
+from ..evolvers import REGISTRY, evolves
+from ..facts import Fact, StateKey
+from .model import ACTIVE, Mission, mission_key
+
+
+def _the_mission(fact: Fact) -> list[StateKey]:
+    return [mission_key(fact.payload["mission"])]
+
+
+MISSION = REGISTRY.aggregate("mission", keys=_the_mission)
+
+
+def _created_and_parent(fact: Fact) -> list[StateKey]:
+    """The new mission and, for ``mission.create`` with a parent, that parent (R10.4-06)."""
+    keys = _the_mission(fact)
+    if fact.payload.get("parent") is not None:
+        keys.append(mission_key(fact.payload["parent"]))
+    return keys
+
+
+@evolves("mission.created", aggregate=MISSION, keys=_created_and_parent, creates=True)
+def _created(current: Mission | None, fact: Fact, key: StateKey) -> Mission:
+    payload = fact.payload
+    if key != mission_key(payload["mission"]):
+        assert current is not None, "a child mission names an unknown parent"
+        return replace(current, children=(*current.children, payload["mission"]))
+    link = payload.get("link")
+    parent = payload.get("parent")
+    if link is not None:
+        parent = (
+            link["mission"] if link["group"] == fact.group else f"{link['group']}/{link['mission']}"
+        )
+    return Mission(
+        id=payload["mission"],
+        state=ACTIVE,
+        goal=payload["goal"],
+        limits=dict(payload["budgets"]),
+        used={},
+        parent=parent,
+        children=(),
+        work_items=(),
+        created_by=fact.actor,
+        created_sequence=fact.sequence,
+        link=link,
+    )
+
+
+@evolves("mission.approved", "mission.failed", "mission.cancelled", aggregate=MISSION)
+def _ended(mission: Mission, fact: Fact, key: StateKey) -> Mission:
+    return replace(mission, state=fact.type.removeprefix("mission."))
+
+
+@evolves("work.authorized", aggregate=MISSION)
+def _work_authorized(mission: Mission, fact: Fact, key: StateKey) -> Mission:
+    return replace(mission, work_items=(*mission.work_items, fact.payload["work_item"]))
+
+
+@evolves("mission.child_created", aggregate=MISSION)
+def _child_created(mission: Mission, fact: Fact, key: StateKey) -> Mission:
+    """The parent WorkItem's mission lists the child, ``group/m`` when in another group."""
+    child = fact.payload["child"]
+    name = (
+        child["mission"] if child["group"] == fact.group else f"{child['group']}/{child['mission']}"
+    )
+    return replace(mission, children=(*mission.children, name))
+
+
+def _charged_missions(fact: Fact) -> list[StateKey]:
+    return [mission_key(mission) for mission in fact.payload.get("charged_missions", ())]
+
+
+@evolves(*sorted(CHARGE_EVENTS), aggregate=MISSION, keys=_charged_missions)
+def _charged(mission: Mission, fact: Fact, key: StateKey) -> Mission:
+    """R11.5-12: usage charges the whole ancestry (the decider checked every limit first)."""
+    return replace(mission, used=add_usage(mission.used, fact.payload["usage"]))

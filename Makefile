@@ -20,7 +20,7 @@ PYTEST_ARGS ?= -n 2 --dist loadfile --timeout 300
 help:
 	@echo "make demo   seed live demo data and serve it on http://127.0.0.1:8000 (SQLite, no servers)"
 	@echo "make test   lint, migration and schema checks, the whole suite on PostgreSQL + Redis"
-	@echo "make lint   ruff check and ruff format --check"
+	@echo "make lint   ruff check, ruff format --check and the import layers (lint-imports)"
 	@echo "make format ruff format and ruff check --fix"
 	@echo "make check  makemigrations --check and the OpenAPI schema validation"
 	@echo "make docs   regenerate docs/conformance.md (R-ID → code → tests)"
@@ -44,6 +44,7 @@ demo: bootstrap
 lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: bootstrap
 	$(VENV)/bin/ruff format .

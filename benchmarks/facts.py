@@ -8,9 +8,11 @@ import subprocess
 from pathlib import Path
 
 import django
+from django.conf import settings
 
 from .config import ROOT
 from .database import server_facts
+from .servers import describe_pool_options
 
 
 def _cpu_model() -> str:
@@ -54,10 +56,6 @@ def load_average() -> str:
 
 def harness_pool() -> str:
     """What the settings gave this process (and so the in-process threads): the pool or not."""
-    from django.conf import settings
-
-    from .servers import describe_pool_options
-
     return describe_pool_options(settings.DATABASES["default"].get("OPTIONS", {}).get("pool"))
 
 

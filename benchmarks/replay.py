@@ -46,7 +46,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from apps.ledger.models import Event, GroupLog
-from apps.ledger.write_path import Caller, submit_command
+from apps.ledger.write_path import submit_command
 from apps.registry import services
 from missionweave.protocol.canonical import ZERO_HASH, canonical_bytes
 from missionweave.protocol.events import event_hash, first_chain_break
@@ -60,6 +60,7 @@ from missionweave.protocol.timefmt import format_timestamp
 from .config import ROOT, BenchConfig
 from .database import database_name, maintenance_conninfo, reset_database
 from .envelopes import mission_create
+from .facts import _git_revision, load_average
 from .servers import running_servers
 from .stats import percentile
 from .stream import cpu_seconds, server_pids
@@ -220,8 +221,8 @@ def _register(agent_id: str, key: Any) -> BenchAgent:
 def _world() -> tuple[BenchAgent, BenchAgent]:
     """The group, a coordinator (writer) and an observer (reader), through the services."""
     services.organization_create(body={"id": ORGANIZATION, "name": "Replay benchmark"})
-    services.api_token_create(username=ADMIN, staff=True, label="replay benchmark")
-    admin = Caller(principal=f"user:{ADMIN}", kind="user", is_staff=True)
+    token = services.api_token_create(username=ADMIN, staff=True, label="replay benchmark")
+    admin = services.authenticate_bearer(token).caller
     services.group_create(body={"id": GROUP, "organization": ORGANIZATION, "name": GROUP})
     writer = _register("replay-writer", generate_private_key())
     reader = _register("replay-reader", generate_private_key())
@@ -481,8 +482,6 @@ def measure_replay(
     config: BenchConfig, events: int, *, log: Callable[[str], None] = lambda message: None
 ) -> ReplayResult:
     """Prepare the group in ``config.database_url``; replay it over the stream, then REST."""
-    from .facts import _git_revision, load_average
-
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     built = prepare(config.database_url, events, log)
     built.table_bytes = _table_bytes()

@@ -6,14 +6,12 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .breakdown import Breakdown
 from .config import BenchConfig
 from .stats import Measurement
-
-if TYPE_CHECKING:
-    from .sweep import SweepResult
+from .sweep import SweepResult
 
 
 @dataclass
@@ -60,8 +58,6 @@ class Results:
     @classmethod
     def load_sweep(cls, path: Path, config: BenchConfig) -> Results:
         """The sweep figures a ``--only sweep`` run saved, to render section 6 again."""
-        from .sweep import SweepResult
-
         data = json.loads(path.read_text())
         results = cls(
             command=data["command"],

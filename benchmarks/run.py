@@ -24,27 +24,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import importlib
 import os
 import sys
-import time
-from contextlib import ExitStack
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-from .config import ROOT, BenchConfig, load_config
-from .database import reset_database
+import django
 
-if TYPE_CHECKING:
-    from .results import Results
-    from .sweep import SweepResult
-    from .world import BenchWorld
+from .config import BenchConfig, load_config
 
 REPLAY_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_replay"
 
-
-def _log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+#: the module that runs each choice of ``--only`` (``None``: the full run). Each imports the
+#: project's models, which exist only once Django is set up for the database it measures, so
+#: it is imported by name after ``django.setup()``; and ``--only X`` imports no other run.
+RUNS = {
+    None: "benchmarks.run_all",
+    "sweep": "benchmarks.run_sweep",
+    "stream": "benchmarks.run_stream",
+    "replay": "benchmarks.run_stream",
+}
 
 
 def _setup_django(config: BenchConfig) -> None:
@@ -55,206 +53,7 @@ def _setup_django(config: BenchConfig) -> None:
     os.environ.setdefault("LOG_LEVEL", "ERROR")
     os.environ["MWP_CHANNEL_PREFIX"] = "mwp-bench"
     os.environ.pop("MWP_TEST_DB_NAME", None)
-    import django
-
     django.setup()
-
-
-def _event_bytes() -> float:
-    from django.db.models import Avg
-    from django.db.models.functions import Length
-
-    from apps.ledger.models import Event
-
-    average = Event.objects.filter(type="mission.created").aggregate(size=Avg(Length("document")))[
-        "size"
-    ]
-    return float(average or 0)
-
-
-def _settle(config: BenchConfig) -> None:
-    """Start every cell from the same server state: fresh planner statistics on the new
-    tables (autovacuum would otherwise ANALYZE them in the middle of the first cell) and
-    one untimed pgbench second to warm PostgreSQL's caches."""
-    from django.db import connection
-
-    from . import ceilings
-
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    ceilings.run_pgbench(config.database_url, clients=4, groups=config.max_groups, seconds=1)
-
-
-def _measure_cell(
-    results: Results,
-    config: BenchConfig,
-    world: BenchWorld,
-    urls: list[str],
-    unpooled_urls: list[str],
-    groups: int,
-    clients: int,
-) -> None:
-    """One (groups, clients) cell: the ceiling and the server's figures, back to back."""
-    from . import ceilings
-    from .http_load import measure_http
-    from .inprocess import measure_inprocess
-
-    results.pgbench.append(
-        ceilings.run_pgbench(
-            config.database_url, clients=clients, groups=groups, seconds=config.seconds
-        )
-    )
-    results.inprocess.append(
-        measure_inprocess(world, clients=clients, groups=groups, config=config)
-    )
-    results.http.append(measure_http(world, urls, clients=clients, groups=groups, config=config))
-    line = (
-        f"{groups} group(s), {clients} client(s): pgbench {results.pgbench[-1].rate:.0f}/s, "
-        f"in-process {results.inprocess[-1].rate:.0f}/s, http {results.http[-1].rate:.0f}/s"
-    )
-    if unpooled_urls:
-        results.http_no_pool.append(
-            measure_http(
-                world,
-                unpooled_urls,
-                clients=clients,
-                groups=groups,
-                config=config,
-                name="http_no_pool",
-            )
-        )
-        line += f", http without pool {results.http_no_pool[-1].rate:.0f}/s"
-    results.loads[f"{groups}/{clients}"] = os.getloadavg()[0]
-    _log(f"{line} (load {results.loads[f'{groups}/{clients}']:.1f})")
-
-
-def _fresh_results(config: BenchConfig, command: str) -> Results:
-    """Results of a new run on a freshly reset and migrated bench database."""
-    from django.core.management import call_command
-
-    from .facts import load_average, machine_facts
-    from .results import Results
-
-    results = Results(command=command, config=config, started_at=datetime.now(UTC))
-    results.load_before = load_average()
-    _log(f"resetting {config.database_url} and migrating")
-    reset_database(config.database_url)
-    call_command("migrate", verbosity=0)
-    results.facts = machine_facts(config.database_url)
-    return results
-
-
-def measure(config: BenchConfig, command: str) -> Results:
-    """Run every section; return the :class:`~benchmarks.results.Results`."""
-
-    from . import ceilings
-    from .breakdown import measure_breakdown
-    from .facts import load_average
-    from .http_load import measure_http_batch
-    from .servers import describe_pool, running_servers
-    from .world import build_world
-
-    results = _fresh_results(config, command)
-    results.facts["server_db_pool"] = describe_pool(config, pool=True)
-    world = build_world(groups=config.max_groups, agents=config.max_clients)
-    _log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
-    _settle(config)
-
-    with ExitStack() as servers:
-        urls = servers.enter_context(running_servers(config, pool=True))
-        unpooled_urls: list[str] = []
-        if config.pool_variant:
-            unpooled_urls = servers.enter_context(
-                running_servers(config, pool=False, first_index=config.servers)
-            )
-        _log(f"daphne at {', '.join(urls)}; without a pool at {', '.join(unpooled_urls) or '-'}")
-        for groups in config.groups:
-            for clients in config.clients:
-                _measure_cell(results, config, world, urls, unpooled_urls, groups, clients)
-        for size in config.batch_sizes:
-            results.executemany.append(
-                ceilings.run_executemany(
-                    config.database_url, batch_size=size, seconds=config.seconds
-                )
-            )
-            results.batch.append(measure_http_batch(world, urls, size=size, config=config))
-            results.loads[f"batch/{size}"] = os.getloadavg()[0]
-            _log(
-                f"batch {size}: executemany {results.executemany[-1].rate:.0f} rows/s, "
-                f"commands:batch {results.batch[-1].rate:.0f} events/s"
-            )
-    results.breakdown = measure_breakdown(world, repeat=50 if config.quick else 200)
-    results.event_bytes = _event_bytes()
-    results.sweep = _measure_sweep(config)
-    results.load_after = load_average()
-    results.finished_at = datetime.now(UTC)
-    return results
-
-
-def _measure_sweep(config: BenchConfig) -> SweepResult:
-    from .sweep import measure_sweep
-
-    _log(
-        f"sweep: seeding {config.sweep_leases:,} leases in {config.sweep_groups} groups, "
-        f"{config.sweep_due_fraction:.0%} due"
-    )
-    return measure_sweep(
-        leases=config.sweep_leases,
-        due_fraction=config.sweep_due_fraction,
-        groups=config.sweep_groups,
-        limit=config.sweep_limit,
-        log=_log,
-    )
-
-
-def measure_sweep_only(config: BenchConfig, command: str) -> Results:
-    """Section 6 alone, on a freshly reset database."""
-
-    from .facts import load_average
-
-    results = _fresh_results(config, command)
-    results.sweep = _measure_sweep(config)
-    results.load_after = load_average()
-    results.finished_at = datetime.now(UTC)
-    return results
-
-
-def stream_section_only(
-    section: str, config: BenchConfig, *, quick: bool, render_only: bool
-) -> int:
-    """``--only stream`` (section 7) or ``--only replay`` (section 8): measure (or load the
-    saved figures), then replace only that section of the report."""
-    from .replay import ReplayResult, measure_replay, replay_events
-    from .stream import StreamResult, measure_stream, stream_plan
-    from .stream_report import splice_replay, splice_stream
-
-    command = f"python -m benchmarks.run --only {section}" + (" --quick" if quick else "")
-    saved = ROOT / "var" / "benchmarks" / f"{section}{'-quick' if quick else ''}.json"
-    result: StreamResult | ReplayResult
-    if render_only:
-        data = json.loads(saved.read_text())
-        command = data["command"]
-        loaded = StreamResult.from_dict if section == "stream" else ReplayResult.from_dict
-        result = loaded(data[section])
-    elif section == "stream":
-        if not config.redis_url:
-            raise SystemExit("--only stream measures the Redis channel layer: set BENCH_REDIS_URL")
-        _fresh_results(config, command)  # reset and migrate the benchmark database
-        result = measure_stream(config, stream_plan(quick=quick), log=_log)
-    else:
-        result = measure_replay(config, replay_events(quick=quick), log=_log)
-    document = config.output.read_text() if config.output.exists() else "# Benchmarks\n"
-    if isinstance(result, StreamResult):
-        document = splice_stream(document, result, command)
-    else:
-        document = splice_replay(document, result, command)
-    config.output.write_text(document)
-    if not render_only:
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"command": command, section: result.as_dict()}
-        saved.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-    _log(f"wrote section {7 if section == 'stream' else 8} of {config.output}")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the wiring only")
     parser.add_argument(
         "--only",
-        choices=["sweep", "stream", "replay"],
+        choices=[name for name in RUNS if name is not None],
         help="measure this section alone and replace only it in the existing report",
     )
     parser.add_argument(
@@ -279,42 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         config = dataclasses.replace(config, database_url=replay_url)
     _setup_django(config)
 
-    from .report import render, splice_sweep
-    from .results import Results
-
     config.output.parent.mkdir(parents=True, exist_ok=True)
-    raw = ROOT / "var" / "benchmarks"
-    if args.only == "sweep":
-        command = "python -m benchmarks.run --only sweep" + (" --quick" if args.quick else "")
-        saved = raw / ("sweep-quick.json" if args.quick else "sweep.json")
-        if args.render_only:
-            results = Results.load_sweep(saved, config)
-            config.output.write_text(splice_sweep(config.output.read_text(), results))
-            _log(f"rendered section 6 of {config.output} again from {saved}")
-            return 0
-        results = measure_sweep_only(config, command)
-        if config.output.exists():
-            config.output.write_text(splice_sweep(config.output.read_text(), results))
-        else:
-            config.output.write_text(render(results))
-        results.dump(saved)
-        _log(f"wrote section 6 of {config.output}")
-        return 0
-    if args.only in ("stream", "replay"):
-        return stream_section_only(
-            args.only, config, quick=args.quick, render_only=args.render_only
-        )
-    command = "python -m benchmarks.run --quick" if args.quick else "make bench"
-    results = measure(config, command)
-    document = render(results)
-    if config.output.exists():
-        from .stream_report import carry_over
-
-        document = carry_over(config.output.read_text(), document)
-    config.output.write_text(document)
-    results.dump(raw / ("quick.json" if args.quick else "results.json"))
-    _log(f"wrote {config.output}")
-    return 0
+    return importlib.import_module(RUNS[args.only]).run(config, args)
 
 
 if __name__ == "__main__":

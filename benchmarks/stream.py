@@ -49,6 +49,7 @@ from apps.ledger.models import GroupLog
 
 from .config import BenchConfig
 from .envelopes import mission_create
+from .facts import _git_revision, load_average
 from .servers import running_servers
 from .stats import percentile
 from .stream_clients import SubscriberSpec, run_worker
@@ -355,8 +356,6 @@ def measure_stream(
     config: BenchConfig, plan: StreamPlan, *, log: Callable[[str], None] = lambda message: None
 ) -> StreamResult:
     """Build the world, start the servers, measure every level of ``plan``."""
-    from .facts import _git_revision, load_average
-
     result = StreamResult(
         servers=config.servers,
         poll_s=float(settings.MWP_STREAM_POLL_S),

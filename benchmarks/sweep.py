@@ -37,7 +37,7 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from apps.ledger.models import Event
-from apps.ledger.write_path import Caller, submit_command
+from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.work.models import WorkItem
 from apps.work.sweeps import SweepReport, sweep_due
@@ -45,8 +45,9 @@ from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
-from missionweave.protocol.workitems import WorkItem as WorkItemState
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 
+from .facts import _git_revision
 from .world import BenchAgent, _open_session, register_agent
 
 ORGANIZATION = "org-sweep"
@@ -159,8 +160,8 @@ def _world(groups: int, prefix: str) -> tuple[list[str], BenchAgent, list[BenchA
     """Groups with a coordinator and two workers, through the services."""
     organization = f"{ORGANIZATION}-{prefix}"
     services.organization_create(body={"id": organization, "name": "Sweep benchmark"})
-    services.api_token_create(username=ADMIN, staff=True, label="sweep benchmark")
-    admin = Caller(principal=f"user:{ADMIN}", kind="user", is_staff=True)
+    token = services.api_token_create(username=ADMIN, staff=True, label="sweep benchmark")
+    admin = services.authenticate_bearer(token).caller
     group_ids = [f"{prefix}-g{index:02d}" for index in range(groups)]
     for gid in group_ids:
         services.group_create(body={"id": gid, "organization": organization, "name": gid})
@@ -384,8 +385,6 @@ def measure_sweep(
     log: Callable[[str], None] = lambda message: None,
 ) -> SweepResult:
     """Seed, copy the twins, run the ceilings, then the sweep: one :class:`SweepResult`."""
-    from .facts import _git_revision
-
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     load_before = _load()
     mark = time.perf_counter()

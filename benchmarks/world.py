@@ -15,7 +15,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from apps.ledger.write_path import Caller
 from apps.registry import services
+from apps.work import sessions
 from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.identifiers import agent_principal
 from missionweave.protocol.signing import generate_private_key, public_key_text, sign
 from missionweave.protocol.timefmt import format_timestamp
 
@@ -35,7 +37,7 @@ class BenchAgent:
 
     @property
     def principal(self) -> str:
-        return f"agent:{self.id}"
+        return agent_principal(self.id)
 
     @property
     def caller(self) -> Caller:
@@ -54,7 +56,7 @@ def build_world(*, groups: int, agents: int, prefix: str = "bench") -> BenchWorl
     """Create the organisation, groups and agents, grant roles and open one session each."""
     services.organization_create(body={"id": ORGANIZATION, "name": "Benchmarks"})
     admin_token = services.api_token_create(username=ADMIN, staff=True, label="benchmarks")
-    admin = Caller(principal=f"user:{ADMIN}", kind="user", is_staff=True)
+    admin = services.authenticate_bearer(admin_token).caller
     group_ids = tuple(f"{prefix}-g{index:02d}" for index in range(groups))
     for gid in group_ids:
         services.group_create(body={"id": gid, "organization": ORGANIZATION, "name": gid})
@@ -103,7 +105,7 @@ def _open_session(agent: BenchAgent) -> None:
         "issued_at": format_timestamp(datetime.now(UTC)),
         "nonce": secrets.token_urlsafe(18),
     }
-    opened = services.session_open(
+    opened = sessions.session_open(
         body={**body, "signature": sign(agent.key, canonical_bytes(body))}
     )
     agent.token = opened.token

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "apps.api",
     "apps.stream",
     "apps.dashboard",
+    "apps.demo",
 ]
 
 MIDDLEWARE = [

@@ -43,8 +43,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from celery import Celery
 from celery.result import AsyncResult
+from django.conf import settings
+from django.db import connection
 
 from tests.live_server import _authority_key_seed, _wait_for_server_sessions_to_end
 
@@ -142,8 +145,6 @@ def _signal_group(popen: subprocess.Popen, signum: int) -> None:
 
 
 def _broker_url() -> str:
-    from django.conf import settings
-
     url = settings.CELERY_BROKER_URL
     if not url.startswith(("redis://", "rediss://")):
         raise RuntimeError("the Celery processes use the test run's Redis: set REDIS_URL")
@@ -293,8 +294,6 @@ def _forget_queues(broker_url: str, queue: str) -> None:
     """Remove what the run left in Redis under its queue names: the queues, their bindings,
     and kombu's record of a task that was in flight when the processes were killed (else a
     worker of a later run would put it back on a queue nobody reads, an hour later)."""
-    import redis
-
     client = redis.Redis.from_url(broker_url)
     try:
         for pattern in (f"{queue}*", f"_kombu.binding*.{queue}*"):
@@ -374,8 +373,6 @@ def start_celery(
 ) -> Callable[..., AbstractContextManager[CeleryProcesses]]:
     """``start_celery(**options)``: a context manager running Celery processes (see
     :func:`run_celery`) against this test's database; a test may start several in turn."""
-    from django.db import connection
-
     database_name = connection.settings_dict["NAME"]
     counter = iter(range(1_000))
 

@@ -15,8 +15,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from apps.ledger.write_path import Caller
 from apps.registry import services
+from apps.work import sessions
 from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import signed_envelope
+from missionweave.protocol.identifiers import agent_principal, user_principal
 from missionweave.protocol.signing import generate_private_key, public_key_text, sign
 from missionweave.protocol.timefmt import format_timestamp
 
@@ -52,7 +54,7 @@ class AgentPersona:
 
     @property
     def principal(self) -> str:
-        return f"agent:{self.id}"
+        return agent_principal(self.id)
 
     @property
     def caller(self) -> Caller:
@@ -69,7 +71,7 @@ class AgentPersona:
         return {**body, "signature": sign(self.key, canonical_bytes(body))}
 
     def open_session(self) -> None:
-        opened = services.session_open(body=self.session_body())
+        opened = sessions.session_open(body=self.session_body())
         self.token = opened.token
         self.session_epoch = opened.session.epoch
         self.membership_epochs = {
@@ -102,7 +104,7 @@ class HumanPersona:
 
     @property
     def principal(self) -> str:
-        return f"user:{self.username}"
+        return user_principal(self.username)
 
     @property
     def caller(self) -> Caller:

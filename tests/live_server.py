@@ -32,8 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from django.db import connections
+from django.conf import settings
+from django.db import connection, connections
+from django.test import override_settings
+
+from apps.ledger.authority import signing_key
+from missionweave.protocol.signing import b64url_encode, private_key_seed
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DAPHNE = BASE_DIR / ".venv" / "bin" / "daphne"
@@ -85,9 +91,6 @@ def _listening_socket(port: int = 0) -> socket.socket:
 
 def _authority_key_seed() -> str:
     """The test process's authority key, so the server signs heads and snapshots with it."""
-    from apps.ledger.authority import signing_key
-    from missionweave.protocol.signing import b64url_encode, private_key_seed
-
     return b64url_encode(private_key_seed(signing_key()))
 
 
@@ -188,9 +191,6 @@ def _wait_for_server_sessions_to_end(application_name: str, timeout_s: float = 1
     only be dropped once they are gone. They are recognised by the server's
     ``application_name``; this asks the server's maintenance database, so it needs neither
     Django's connection (blocked outside tests, refused under Playwright) nor the test DB."""
-    import psycopg
-    from django.db import connection
-
     params = connection.settings_dict
     with psycopg.connect(
         host=params["HOST"] or None,
@@ -215,9 +215,6 @@ def _wait_for_server_sessions_to_end(application_name: str, timeout_s: float = 1
 def _test_process_channel_prefix(prefix: str) -> Iterator[None]:
     """Make this process's Redis channel layer use the server's prefix, so the write path's
     after-commit hints reach the server's consumers (and no other worker's)."""
-    from django.conf import settings
-    from django.test import override_settings
-
     layers = copy.deepcopy(settings.CHANNEL_LAYERS)
     config = layers.get("default", {}).get("CONFIG")
     if config is None or "prefix" not in config:
@@ -231,8 +228,6 @@ def _test_process_channel_prefix(prefix: str) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def live_asgi_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
     """A real daphne for this test session (one per xdist worker)."""
-    from django.db import connection
-
     database_name = connection.settings_dict["NAME"]
     prefix = f"mwp-test-{worker_id}-{uuid.uuid4().hex[:8]}"
     with (

@@ -50,7 +50,7 @@ def production_env() -> dict[str, str]:
 
 
 def test_production_settings_pass_the_deploy_check(tmp_path):
-    """Production configured from the environment has no deploy warning (issue: check --deploy)."""
+    """Production configured from the environment passes ``check --deploy`` without a warning."""
     result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **production_env())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout

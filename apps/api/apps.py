@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
@@ -6,6 +8,3 @@ class ApiConfig(AppConfig):
 
     name = "apps.api"
     label = "api"
-
-    def ready(self) -> None:
-        from . import schema  # noqa: F401 - registers the OpenAPI authentication extension

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
@@ -31,6 +32,24 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="missionweave"'
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Documents ``Authorization: Bearer <session or API token>`` in the OpenAPI document.
+
+    Defined next to the class it describes: drf-spectacular finds an extension by its
+    subclassing, so it must be imported wherever the authentication class is.
+    """
+
+    target_class = BearerTokenAuthentication
+    name = "bearerToken"
+
+    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An agent's session token (POST /sessions) or a human's API token.",
+        }
 
 
 def require_caller(request: Request) -> Caller:

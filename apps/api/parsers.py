@@ -12,8 +12,10 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 
 def body_limit(parser_context: dict[str, Any] | None) -> int:
+    """The size limit of the view's body: the setting its ``body_limit_setting`` names, read per
+    request (a class attribute holding the value would freeze it at import)."""
     view = (parser_context or {}).get("view")
-    return getattr(view, "max_body_bytes", settings.MWP_MAX_COMMAND_BYTES)
+    return getattr(settings, getattr(view, "body_limit_setting", "MWP_MAX_COMMAND_BYTES"))
 
 
 def too_large(limit: int) -> ProtocolError:

@@ -6,7 +6,6 @@ core do). Keeping them apart keeps the views thin and the schema complete.
 
 from __future__ import annotations
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
@@ -49,11 +48,6 @@ class SessionSerializer(serializers.Serializer):
     session_epoch = serializers.IntegerField()
     token = serializers.CharField()
     expires_at = serializers.CharField()
-    memberships = serializers.DictField(child=MembershipSummarySerializer())
-
-
-class HumanSessionSerializer(serializers.Serializer):
-    principal = serializers.CharField()
     memberships = serializers.DictField(child=MembershipSummarySerializer())
 
 
@@ -324,19 +318,4 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     }
 
 
-AUTH_ERRORS = (401,)
 GROUP = OpenApiParameter("group", str, OpenApiParameter.PATH, description="group id")
-
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):
-    """Documents ``Authorization: Bearer <session or API token>`` in the OpenAPI document."""
-
-    target_class = "apps.api.authentication.BearerTokenAuthentication"
-    name = "bearerToken"
-
-    def get_security_definition(self, auto_schema: object) -> dict[str, str]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An agent's session token (POST /sessions) or a human's API token.",
-        }

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from apps.registry.admin import ReadOnlyAdmin
-
 from .models import CommandRecord, Event, GroupLog
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows only the write path writes (the log, projections, cursors): admin may look, never
+    touch, or a projection would disagree with the events it is rebuilt from."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(GroupLog)

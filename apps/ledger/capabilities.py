@@ -19,7 +19,7 @@ from missionweave.protocol import capabilities
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.facts import Decision
 from missionweave.protocol.validation import check_fields, check_id, malformed
-from missionweave.protocol.workitems import work_item_key
+from missionweave.protocol.work.items import work_item_key
 
 from . import head as heads
 from .authority import authority_id, signing_key

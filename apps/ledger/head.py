@@ -21,6 +21,8 @@ from missionweave.protocol.events import event_hash
 from missionweave.protocol.facts import Fact, NewEvent
 from missionweave.protocol.timefmt import format_timestamp
 
+from .models import GroupLog
+
 # Hand-written like the head statements: for one row, Django's bulk_create spends about as
 # much CPU compiling the INSERT as the statement costs (~0.1 ms per command, measured).
 _INSERT_EVENTS = (
@@ -98,8 +100,6 @@ def lock_existing_head(group_id: str) -> Head:
 
 def committed_head(group_id: str) -> int | None:
     """The group's committed head sequence, without a lock (``None``: no such group)."""
-    from .models import GroupLog
-
     return (
         GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True).first()
     )

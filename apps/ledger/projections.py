@@ -1,8 +1,10 @@
 """How aggregates of the pure core are stored as projection rows, and loaded back.
 
-Each aggregate kind (``membership``, ``mission``, later ``work_item``…) registers a
-:class:`ModelProjection`. The write path and ``rebuild_projections`` both go through
-:func:`load_view` and :func:`save_aggregates`, so there is one way a row is written.
+Each aggregate kind (``membership``, ``mission``, ``work_item``…) is registered with its
+:class:`ModelProjection` by the app that owns the model, from its ``AppConfig.ready()``: the
+ledger sits below those apps and cannot import their models. The write path and
+``rebuild_projections`` both go through :func:`load_view` and :func:`save_aggregates`, so
+there is one way a row is written.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 
 from missionweave.protocol.facts import StateKey
@@ -32,11 +35,13 @@ _PROJECTIONS: dict[str, ModelProjection] = {}
 
 
 def register_projection(kind: str, projection: ModelProjection) -> None:
-    _PROJECTIONS[kind] = projection
-
-
-def projection_kinds() -> Mapping[str, ModelProjection]:
-    return _PROJECTIONS
+    """Store ``kind`` as ``projection``; a second, different claim on a kind is a mistake, not
+    an override, so it is refused rather than silently winning."""
+    registered = _PROJECTIONS.setdefault(kind, projection)
+    if registered is not projection:
+        raise ImproperlyConfigured(
+            f"projection kind {kind!r} is already stored in {registered.model.__name__}"
+        )
 
 
 #: no integer a client sends exceeds this (the strict parser refuses it, wire.md §1)

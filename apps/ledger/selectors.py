@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.memberships import membership_key
 
 from .archive import cursor_too_old
 from .head import committed_head, no_such_group
 from .models import Event, GroupLog
+from .projections import load_view
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -23,10 +25,10 @@ def group_log(group_id: str) -> GroupLog:
 
 def access_group(group_id: str, principal: str) -> GroupLog:
     """The group's head row, if ``principal`` is an active member (any role, observer too)."""
-    from apps.registry.services import membership_of
-
     log = group_log(group_id)
-    if membership_of(group_id, principal) is None:
+    key = membership_key(principal)
+    membership = load_view(group_id, [key])[key]
+    if membership is None or not membership.active:
         raise ProtocolError(
             ErrorCode.NOT_A_MEMBER,
             f"{principal} is not a member of {group_id}",

@@ -23,11 +23,9 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
 
 from missionweave.protocol import decider, snapshots
 from missionweave.protocol.canonical import canonical_bytes
-from missionweave.protocol.envelope import human_envelope
 from missionweave.protocol.events import chains
 from missionweave.protocol.facts import Fact
 from missionweave.protocol.timefmt import format_timestamp
@@ -37,7 +35,7 @@ from . import head as heads
 from .history import history
 from .models import GroupLog, Snapshot
 from .replay import replay
-from .write_path import Caller, Outcome, submit_authority_command, submit_command
+from .write_path import Caller, Outcome, submit_as_human, submit_authority_command
 
 
 class ChainBroken(RuntimeError):
@@ -97,16 +95,14 @@ def take_as_admin(group_id: str, admin: Caller) -> Taken:
     """``POST /groups/{g}/snapshots``: ``snapshot.created``'s actor is the admin (wire.md §6)."""
 
     def record(body: dict[str, Any]) -> Outcome:
-        document = human_envelope(
-            command_id=f"snapshot-{body['sequence']}",
+        return submit_as_human(
+            caller=admin,
+            group_id=group_id,
             type_=snapshots.CREATE,
-            group=group_id,
-            username=admin.principal.removeprefix("user:"),
-            membership_epoch=0,
-            issued_at=timezone.now(),
             body=body,
+            command_id=f"snapshot-{body['sequence']}",
+            admin=True,
         )
-        return submit_command(group_id=group_id, document=document, caller=admin, admin=True)
 
     return take(group_id, record)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -39,12 +40,11 @@ from missionweave.protocol.envelope import (
     parse_envelope,
 )
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.facts import Command, FollowUp
+from missionweave.protocol.facts import Command, Decision, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY, user_principal, username_of
 from missionweave.protocol.memberships import membership_key
-from missionweave.protocol.signing import parse_public_key
 
-from . import capabilities, follow_ups
+from . import agents, capabilities, outbox
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
@@ -97,7 +97,7 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
-class _Verified:
+class Verified:
     envelope: Envelope
     spec: CommandSpec
 
@@ -109,30 +109,63 @@ def submit_command(
 
     ``admin`` admits the staff-only types (membership changes) that the admin endpoints send.
     """
-    verified = _verify(group_id, document, caller, admin=admin)
+    verified = verify(group_id, document, caller, admin=admin)
     return _run(group_id, verified, caller)
 
 
 def submit_as_human(
-    *, caller: Caller, group_id: str, type_: str, body: dict[str, Any], command_id: str
+    *,
+    caller: Caller,
+    group_id: str,
+    type_: str,
+    body: dict[str, Any],
+    command_id: str,
+    admin: bool = False,
 ) -> Outcome:
-    """A person's command from inside the product (dashboard, demo): the unsigned envelope of
-    wire.md §3 with the person's current membership epoch, then the same door as the API.
+    """A person's command from inside the product (dashboard, demo, admin endpoints): the
+    unsigned envelope of wire.md §3, then the same door as the API. The one place a human
+    envelope is built on the server.
 
-    Without an active membership the epoch is 0 and the door answers NOT_A_MEMBER.
+    The envelope carries the person's current membership epoch; without an active membership
+    it is 0 and the door answers NOT_A_MEMBER. ``admin`` sends a staff-only command (see
+    :func:`submit_command`): an admin need not be a member, so the epoch is 0 and unread.
     """
-    key = membership_key(caller.principal)
-    membership = load_view(group_id, [key])[key]
-    document = human_envelope(
+    document = human_document(
+        caller=caller,
+        group_id=group_id,
+        type_=type_,
+        body=body,
+        command_id=command_id,
+        admin=admin,
+    )
+    return submit_command(group_id=group_id, document=document, caller=caller, admin=admin)
+
+
+def human_document(
+    *,
+    caller: Caller,
+    group_id: str,
+    type_: str,
+    body: dict[str, Any],
+    command_id: str,
+    admin: bool = False,
+) -> dict[str, Any]:
+    """The unsigned envelope a person's command travels in (wire.md §3), with their current
+    membership epoch (0 without an active membership, or for a staff-only command)."""
+    epoch = 0
+    if not admin:
+        key = membership_key(caller.principal)
+        membership = load_view(group_id, [key])[key]
+        epoch = membership.epoch if membership is not None and membership.active else 0
+    return human_envelope(
         command_id=command_id,
         type_=type_,
         group=group_id,
         username=caller.username,
-        membership_epoch=membership.epoch if membership is not None and membership.active else 0,
+        membership_epoch=epoch,
         issued_at=timezone.now(),
         body=body,
     )
-    return submit_command(group_id=group_id, document=document, caller=caller)
 
 
 def submit_authority_command(
@@ -173,7 +206,7 @@ def submit_authority_batch(
         if select is not None:
             head = heads.lock_existing_head(group_id)
             commands = [*commands, *select()]
-        verified: list[Outcome | ProtocolError | _Verified] = [
+        verified: list[Outcome | ProtocolError | Verified] = [
             _authority_command(group_id, c.type, c.body, c.command_id) for c in commands
         ]
         return _run_batch(group_id, verified, AUTHORITY_CALLER, head=head)
@@ -181,7 +214,7 @@ def submit_authority_batch(
 
 def _authority_command(
     group_id: str, type_: str, body: dict[str, Any], command_id: str
-) -> _Verified:
+) -> Verified:
     now = timezone.now()
     document = {
         "id": command_id,
@@ -205,14 +238,14 @@ def _authority_command(
         signature=None,
         document=document,
     )
-    return _Verified(envelope, COMMANDS[type_])
+    return Verified(envelope, COMMANDS[type_])
 
 
-def _run(group_id: str, verified: _Verified, caller: Caller) -> Outcome:
+def _run(group_id: str, verified: Verified, caller: Caller) -> Outcome:
     with transaction.atomic():
         head = heads.lock_existing_head(group_id)
         outcome = _apply(head, verified, caller)
-        follow_ups.enqueue(group_id, verified.envelope.id, outcome.follow_ups)
+        outbox.enqueue(group_id, verified.envelope.id, outcome.follow_ups, run=run_follow_up)
         heads.save_head(head)
     _announce_on_commit(head)
     return outcome
@@ -220,7 +253,7 @@ def _run(group_id: str, verified: _Verified, caller: Caller) -> Outcome:
 
 def run_follow_up(follow_up: FollowUp) -> Outcome | None:
     """Carry a cross-group link to the other group's log (R10.4-05, R10.4-06); a refusal
-    runs the compensation instead. Called after commit from the outbox (``follow_ups``)."""
+    runs the compensation instead. Called after commit from the outbox (``outbox``)."""
     try:
         return submit_authority_command(
             group_id=follow_up.group,
@@ -243,11 +276,11 @@ def submit_batch(
     Each item runs in its own savepoint, so a refused item leaves no trace and does not stop
     the ones after it; the batch holds the head lock once instead of once per command.
     """
-    results: list[Outcome | ProtocolError | _Verified] = []
+    results: list[Outcome | ProtocolError | Verified] = []
     keys: dict[str, list[Any]] = {}  # one request, one caller: its keys are read once
     for document in documents:
         try:
-            results.append(_verify(group_id, document, caller, admin=False, keys=keys))
+            results.append(verify(group_id, document, caller, admin=False, keys=keys))
         except ProtocolError as refusal:
             results.append(refusal)
     return _run_batch(group_id, results, caller)
@@ -255,7 +288,7 @@ def submit_batch(
 
 def _run_batch(
     group_id: str,
-    results: list[Outcome | ProtocolError | _Verified],
+    results: list[Outcome | ProtocolError | Verified],
     caller: Caller,
     *,
     head: heads.Head | None = None,
@@ -263,18 +296,20 @@ def _run_batch(
     """Apply the verified items of ``results`` in order under one lock, each in a savepoint.
 
     ``head`` is the group's head when the caller's transaction already locked it."""
-    if not any(isinstance(item, _Verified) for item in results):
+    if not any(isinstance(item, Verified) for item in results):
         return results  # type: ignore[return-value]
     with transaction.atomic():
         head = head or heads.lock_existing_head(group_id)
         for index, item in enumerate(results):
-            if not isinstance(item, _Verified):
+            if not isinstance(item, Verified):
                 continue
             mark = (head.sequence, head.hash, len(head.appended))
             try:
                 with transaction.atomic():
                     results[index] = outcome = _apply(head, item, caller)
-                    follow_ups.enqueue(group_id, item.envelope.id, outcome.follow_ups)
+                    outbox.enqueue(
+                        group_id, item.envelope.id, outcome.follow_ups, run=run_follow_up
+                    )
             except ProtocolError as refusal:
                 head.sequence, head.hash = mark[0], mark[1]
                 del head.appended[mark[2] :]
@@ -284,14 +319,14 @@ def _run_batch(
     return results  # type: ignore[return-value]
 
 
-def _verify(
+def verify(
     group_id: str,
     document: object,
     caller: Caller,
     *,
     admin: bool,
     keys: dict[str, list[Any]] | None = None,
-) -> _Verified:
+) -> Verified:
     """wire.md §3 steps 2–4: everything that needs no lock.
 
     ``keys`` memoises each agent's current public keys across the items of one batch; a key
@@ -310,34 +345,20 @@ def _verify(
         )
     if envelope.actor_kind == "agent":
         agent_id = envelope.actor_name
+        current_keys = agents.directory().current_keys
         if keys is None:
-            check_signature(envelope, _current_keys(agent_id))
+            check_signature(envelope, current_keys(agent_id))
         else:
             if agent_id not in keys:
-                keys[agent_id] = _current_keys(agent_id)
+                keys[agent_id] = current_keys(agent_id)
             check_signature(envelope, keys[agent_id])
     check_clock_skew(envelope.issued_at, timezone.now())
-    return _Verified(envelope, spec)
+    return Verified(envelope, spec)
 
 
-def _current_session_epoch(agent_id: str) -> int | None:
-    from apps.registry.models import Agent
-
-    return Agent.objects.filter(pk=agent_id).values_list("session_epoch", flat=True).first()
-
-
-def _current_keys(agent_id: str) -> list[Any]:
-    from apps.registry.models import AgentKey
-
-    texts = AgentKey.objects.filter(agent_id=agent_id, revoked_at__isnull=True).values_list(
-        "public_key", flat=True
-    )
-    return [parse_public_key(text) for text in texts]
-
-
-def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
+def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
     """wire.md §3 steps 5–9, then decide, append, project and record — under the head lock."""
-    envelope, spec = verified.envelope, verified.spec
+    envelope = verified.envelope
     group_id = head.group_id
 
     # 5. idempotency: same id from the same actor in this group (a unique constraint: at most
@@ -364,7 +385,7 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
     # so a command racing a session replacement either lands before its lease revocation
     # visits this group or is refused here (R11.3-10)
     if envelope.actor_kind == "agent":
-        current = _current_session_epoch(envelope.actor_name)
+        current = agents.directory().session_epoch(envelope.actor_name)
         if envelope.session_epoch != caller.session_epoch or current != caller.session_epoch:
             raise ProtocolError(
                 ErrorCode.STALE_SESSION,
@@ -373,37 +394,7 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
                 details={"current_epoch": current},
             )
 
-    # 7–8. membership, role, membership epoch
-    roles: frozenset[str] = frozenset()
-    if spec.staff_only and caller.kind != "authority":  # the authority may too (snapshots)
-        if not caller.is_staff:
-            raise ProtocolError(ErrorCode.FORBIDDEN, "admins only", requirement="wire§4")
-    elif caller.kind != "authority":
-        actor_key = membership_key(envelope.actor)
-        membership = load_view(group_id, [actor_key])[actor_key]
-        authorize(
-            spec, membership, actor=envelope.actor, membership_epoch=envelope.membership_epoch
-        )
-        roles = frozenset(membership.roles)
-
-    # 9. the body's shape, then the command's own rules
-    spec.validate(envelope.body)
-    if spec.other_groups is not None:
-        actor = envelope.actor if caller.kind != "authority" else None
-        _require_groups(spec, envelope.body, group_id=group_id, actor=actor)
-    command = Command(
-        id=envelope.id,
-        type=envelope.type,
-        group=group_id,
-        actor=envelope.actor,
-        body=envelope.body,
-        now=head.now,
-        session_epoch=envelope.session_epoch,
-        actor_roles=roles,
-        extensions=envelope.extensions,
-    )
-    view = _load_what_decide_reads(spec, command)
-    decision = decider.decide(view, command)
+    view, decision = judge(group_id, verified, caller, now=head.now)
     decision = capabilities.minted(decision)  # R11.3-06: sign the decided tokens' claims
 
     facts = heads.append(head, decision.events, command_id=envelope.id, actor=envelope.actor)
@@ -438,6 +429,47 @@ def _apply(head: heads.Head, verified: _Verified, caller: Caller) -> Outcome:
     )
 
 
+def judge(
+    group_id: str, verified: Verified, caller: Caller, *, now: datetime
+) -> tuple[dict[Any, Any], Decision]:
+    """wire.md §3 steps 7–9, then ``decide``: the aggregates read and the decision, or the
+    ``ProtocolError`` that refuses the command. Reads only, so it is the same question whether
+    the write path asks it under the head lock or a screen asks it without (``preview``).
+    """
+    envelope, spec = verified.envelope, verified.spec
+    # 7–8. membership, role, membership epoch
+    roles: frozenset[str] = frozenset()
+    if spec.staff_only and caller.kind != "authority":  # the authority may too (snapshots)
+        if not caller.is_staff:
+            raise ProtocolError(ErrorCode.FORBIDDEN, "admins only", requirement="wire§4")
+    elif caller.kind != "authority":
+        actor_key = membership_key(envelope.actor)
+        membership = load_view(group_id, [actor_key])[actor_key]
+        authorize(
+            spec, membership, actor=envelope.actor, membership_epoch=envelope.membership_epoch
+        )
+        roles = frozenset(membership.roles)
+
+    # 9. the body's shape, then the command's own rules
+    spec.validate(envelope.body)
+    if spec.other_groups is not None:
+        actor = envelope.actor if caller.kind != "authority" else None
+        _require_groups(spec, envelope.body, group_id=group_id, actor=actor)
+    command = Command(
+        id=envelope.id,
+        type=envelope.type,
+        group=group_id,
+        actor=envelope.actor,
+        body=envelope.body,
+        now=now,
+        session_epoch=envelope.session_epoch,
+        actor_roles=roles,
+        extensions=envelope.extensions,
+    )
+    view = _load_what_decide_reads(spec, command)
+    return view, decider.decide(view, command)
+
+
 def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, Any]:
     """Load the aggregates ``spec.keys`` names, again while loading them reveals more (a
     WorkItem's dependencies, a mission's WorkItems, a budget's ancestry one level a round)."""
@@ -456,10 +488,8 @@ def _require_groups(
     """Groups a command links to must exist (they are never deleted, so no lock is needed),
     and a client must hold the command's role there too — a coordinator of both groups — so
     no group gets a mission from a stranger (R10.4-06)."""
-    from apps.registry.models import Group
-
     for other in spec.other_groups(body) if spec.other_groups else ():
-        if not Group.objects.filter(pk=other).exists():
+        if heads.committed_head(other) is None:  # a group is created with its head row
             raise ProtocolError(
                 ErrorCode.NOT_FOUND,
                 f"no group {other!r}",

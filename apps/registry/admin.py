@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from apps.ledger.admin import ReadOnlyAdmin
+
 from .models import (
     Agent,
     AgentCard,
@@ -15,17 +17,6 @@ from .models import (
     Membership,
     Organization,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Organization)

@@ -1,4 +1,9 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
+
+from apps.ledger import agents
+from apps.ledger.projections import register_projection
 
 
 class RegistryConfig(AppConfig):
@@ -8,8 +13,12 @@ class RegistryConfig(AppConfig):
     label = "registry"
 
     def ready(self) -> None:
-        from apps.ledger.projections import register_projection
-
-        from .models import Membership
-
-        register_projection("membership", Membership.projection)
+        # The ledger verifies and projects with these but sits below this app, so the app
+        # hands them in rather than the ledger importing registry models.
+        register_projection("membership", self.get_model("Membership").projection)
+        agent, key = self.get_model("Agent"), self.get_model("AgentKey")
+        agents.install(
+            agents.AgentDirectory(
+                current_keys=key.current_keys, session_epoch=agent.current_session_epoch
+            )
+        )

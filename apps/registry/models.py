@@ -6,11 +6,14 @@ import hashlib
 import secrets
 from typing import Any, ClassVar
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
 from django.db import models
 
 from apps.ledger.projections import ModelProjection
+from missionweave.protocol.identifiers import agent_principal
 from missionweave.protocol.memberships import Membership as MembershipState
+from missionweave.protocol.signing import parse_public_key
 
 
 def token_digest(token: str) -> str:
@@ -43,11 +46,16 @@ class Agent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return f"agent:{self.id}"
+        return self.principal
 
     @property
     def principal(self) -> str:
-        return f"agent:{self.id}"
+        return agent_principal(self.id)
+
+    @classmethod
+    def current_session_epoch(cls, agent_id: str) -> int | None:
+        """The epoch of the agent's one valid session (``None``: no such agent)."""
+        return cls.objects.filter(pk=agent_id).values_list("session_epoch", flat=True).first()
 
     def current_card(self) -> AgentCard | None:
         return self.cards.order_by("-recorded_at", "-pk").first()
@@ -80,6 +88,14 @@ class AgentKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent_id}:{self.public_key[:8]}…"
+
+    @classmethod
+    def current_keys(cls, agent_id: str) -> list[Ed25519PublicKey]:
+        """The keys a signature of the agent may verify under: those not revoked."""
+        texts = cls.objects.filter(agent_id=agent_id, revoked_at__isnull=True).values_list(
+            "public_key", flat=True
+        )
+        return [parse_public_key(text) for text in texts]
 
 
 class AgentCard(models.Model):

@@ -4,7 +4,6 @@ membership commands, which go through the ledger's one write path like every oth
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,11 +15,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.ledger.models import GroupLog
-from apps.ledger.write_path import Caller, Outcome, submit_command
+from apps.ledger.write_path import Caller, Outcome, submit_as_human
 from missionweave.protocol import memberships as membership_rules
 from missionweave.protocol.canonical import canonical_bytes, without
-from missionweave.protocol.envelope import check_clock_skew, human_envelope
+from missionweave.protocol.envelope import check_clock_skew
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.identifiers import agent_principal
 from missionweave.protocol.signing import parse_public_key, verify
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.validation import check_fields, check_id, check_text, malformed
@@ -152,34 +152,26 @@ def group_create(*, body: dict[str, Any]) -> tuple[Group, bool]:
 # --- memberships (admin commands through the write path) ---------------------------------
 
 
-def _admin_envelope(group_id: str, admin_username: str, type_: str, body: dict[str, Any]) -> dict:
-    # An admin need not be a member: staff-only commands skip the membership check.
-    return human_envelope(
-        command_id=f"admin-{uuid.uuid4().hex}",
-        type_=type_,
-        group=group_id,
-        username=admin_username,
-        membership_epoch=0,
-        issued_at=timezone.now(),
-        body=body,
-    )
-
-
 def membership_grant(*, group_id: str, admin: Caller, body: object) -> Outcome:
     """Grant roles, or replace an existing member's roles (``membership.granted``/``changed``)."""
     if not isinstance(body, dict):
         raise malformed("the body is an object", "$", "wire§4")
-    username = admin.principal.removeprefix("user:")
-    document = _admin_envelope(group_id, username, membership_rules.GRANT, body)
-    return submit_command(group_id=group_id, document=document, caller=admin, admin=True)
+    return _admin_command(admin, group_id, membership_rules.GRANT, body)
 
 
 def membership_revoke(*, group_id: str, admin: Caller, principal: str) -> Outcome:
-    username = admin.principal.removeprefix("user:")
-    document = _admin_envelope(
-        group_id, username, membership_rules.REVOKE, {"principal": principal}
+    return _admin_command(admin, group_id, membership_rules.REVOKE, {"principal": principal})
+
+
+def _admin_command(admin: Caller, group_id: str, type_: str, body: dict[str, Any]) -> Outcome:
+    return submit_as_human(
+        caller=admin,
+        group_id=group_id,
+        type_=type_,
+        body=body,
+        command_id=f"admin-{uuid.uuid4().hex}",
+        admin=True,
     )
-    return submit_command(group_id=group_id, document=document, caller=admin, admin=True)
 
 
 def memberships_of(principal: str) -> dict[str, dict[str, Any]]:
@@ -201,11 +193,13 @@ class OpenedSession:
     token: str
 
 
-def session_open(*, body: object) -> OpenedSession:
-    """``POST /sessions`` (wire.md §5): a signed body opens a session at epoch + 1.
+def session_issue(*, body: object) -> OpenedSession:
+    """The registry's half of ``POST /sessions`` (wire.md §5): a signed body opens a session
+    at epoch + 1, and the previous token stops working at once.
 
-    The previous token stops working at once, and the agent's execution leases are revoked
-    and their WorkItems re-queued before the answer (R11.3-10).
+    Call :func:`apps.work.sessions.session_open` instead: opening a session also revokes the
+    agent's execution leases before the answer (R11.3-10), and leases belong to the work app,
+    which sits above this one.
     """
     if not isinstance(body, dict):
         raise malformed("the body is an object", "$", "wire§5")
@@ -221,10 +215,8 @@ def session_open(*, body: object) -> OpenedSession:
     if not isinstance(body["signature"], str):
         raise malformed("signature is a string", "$.signature", "wire§5")
     message = canonical_bytes(without(body, "signature"))
-    keys = AgentKey.objects.filter(agent_id=agent_id, revoked_at__isnull=True).values_list(
-        "public_key", flat=True
-    )
-    if not any(verify(parse_public_key(key), message, body["signature"]) for key in keys):
+    keys = AgentKey.current_keys(agent_id)
+    if not any(verify(key, message, body["signature"]) for key in keys):
         raise ProtocolError(
             ErrorCode.INVALID_SIGNATURE,
             "the signature does not verify under a current key of the agent",
@@ -254,11 +246,6 @@ def session_open(*, body: object) -> OpenedSession:
             created_at=now,
             expires_at=now + timedelta(seconds=settings.MWP_SESSION_TTL_S),
         )
-    # R11.3-10: the old session's leases are revoked and their items re-queued before the
-    # new runtime hears of its session (apps/work/sessions.py says why after the commit)
-    from apps.work.sessions import revoke_replaced_leases
-
-    revoke_replaced_leases(agent_id, session.epoch)
     return OpenedSession(session, token)
 
 
@@ -269,7 +256,7 @@ def session_document(session: AgentSession, token: str) -> dict[str, Any]:
         "session_epoch": session.epoch,
         "token": token,
         "expires_at": format_timestamp(session.expires_at),
-        "memberships": memberships_of(f"agent:{session.agent_id}"),
+        "memberships": memberships_of(agent_principal(session.agent_id)),
     }
 
 
@@ -305,18 +292,11 @@ def authenticate_bearer(token: str) -> Authenticated:
                 requirement="R11.3-10",
             )
         caller = Caller(
-            principal=f"agent:{session.agent_id}", kind="agent", session_epoch=session.epoch
+            principal=agent_principal(session.agent_id), kind="agent", session_epoch=session.epoch
         )
         return Authenticated(caller, session)
     if token.startswith(API_TOKEN_PREFIX + "_"):
         api_token = ApiToken.objects.select_related("user").filter(token_hash=digest_).first()
         if api_token is not None and api_token.user.is_active:
-            user = api_token.user
-            return Authenticated(
-                Caller(principal=f"user:{user.username}", kind="user", is_staff=user.is_staff)
-            )
+            return Authenticated(Caller.for_user(api_token.user))
     raise ProtocolError(ErrorCode.UNAUTHENTICATED, "unknown token")
-
-
-def random_nonce() -> str:
-    return secrets.token_urlsafe(24)

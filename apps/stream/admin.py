@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.registry.admin import ReadOnlyAdmin
+from apps.ledger.admin import ReadOnlyAdmin
 
 from .models import Cursor
 

@@ -51,11 +51,7 @@ class _ResolveCaller:
             origin = _header(scope, b"origin")
             if user is not None and user.is_authenticated:
                 if origin in settings.MWP_STREAM_ALLOWED_ORIGINS:
-                    scope["mwp_caller"] = Caller(
-                        principal=f"user:{user.get_username()}",
-                        kind="user",
-                        is_staff=user.is_staff,
-                    )
+                    scope["mwp_caller"] = Caller.for_user(user)
                 else:
                     scope["mwp_refusal"] = "FORBIDDEN"
             else:

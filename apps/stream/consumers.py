@@ -31,7 +31,6 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
-PAGE = 500
 
 
 @database_sync_to_async
@@ -45,7 +44,7 @@ def _read(group_id: str, principal: str, after: int) -> tuple[bool, list[str]]:
     """(still a member, the next page of events after ``after`` up to the committed head)."""
     if membership_of(group_id, principal) is None:
         return False, []
-    return True, selectors.visible_page(group_id, after=after, limit=PAGE)[1]
+    return True, selectors.visible_page(group_id, after=after, limit=tails.PAGE)[1]
 
 
 @database_sync_to_async
@@ -91,6 +90,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        frame: object = None  # an ERROR names the frame's group when the frame got that far
         try:
             frame = strictjson.parse(text_data or bytes_data or b"", max_bytes=MAX_FRAME_BYTES)
             if not isinstance(frame, dict) or not isinstance(frame.get("op"), str):
@@ -102,7 +102,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             else:
                 raise ProtocolError(ErrorCode.MALFORMED, f"unknown op {frame['op']!r}")
         except ProtocolError as error:
-            group = frame.get("group") if isinstance(locals().get("frame"), dict) else None
+            group = frame.get("group") if isinstance(frame, dict) else None
             await self._error(
                 error.code.value, error.message, group if isinstance(group, str) else None
             )

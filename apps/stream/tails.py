@@ -1,10 +1,10 @@
 """One reader of a group's log per process, shared by every local subscriber (wire.md §7).
 
-Each subscribed socket used to read the log itself on every hint and every poll tick: with N
-sockets of a group in a process, N reads per event, queued one after the other on the
-process's database thread, and N polls per interval when nothing happened
-(docs/benchmarks.md §7). A :class:`GroupTail` per (event loop, group) now reads each new event
-once, keeps the most recent ones, and wakes its local consumers, which send from it.
+A :class:`GroupTail` per (event loop, group) reads each new event once, keeps the most recent
+ones, and wakes its local consumers, which send from it. Were every socket to read the log
+itself on each hint and poll tick, N sockets of a group in a process would cost N reads per
+event, queued one after the other on the process's database thread, and N polls per interval
+when nothing happened (docs/benchmarks.md §7).
 
 What a tail guarantees, so that the consumers keep theirs:
 
@@ -20,7 +20,7 @@ What a tail guarantees, so that the consumers keep theirs:
   Memberships are projections of this same log, so no revocation can bypass it.
 
 A consumer whose cursor is below the cache (a replay from an old position, or a socket that
-fell far behind) reads the log itself, page by page, as before, until it reaches the cache.
+fell far behind) reads the log itself, page by page, until it reaches the cache.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from apps.ledger import selectors
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
+#: events read from the log per query, by a tail or by a consumer below its cache
 PAGE = 500
 #: events a tail keeps for its consumers; one further behind reads the log itself
 CACHED_EVENTS = 4096

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from apps.registry.admin import ReadOnlyAdmin
+from apps.ledger.admin import ReadOnlyAdmin
 
 from .models import Mission
 

@@ -11,10 +11,11 @@ from typing import Any, ClassVar
 from django.db import models
 
 from apps.ledger.projections import ModelProjection, ProjectionJSONDecoder
-from missionweave.protocol.missions import Mission as MissionState
+from missionweave.protocol.missions.model import Mission as MissionState
 from missionweave.protocol.timefmt import parse_timestamp
-from missionweave.protocol.workitems import DependencyGraph, Proposal
-from missionweave.protocol.workitems import WorkItem as WorkItemState
+from missionweave.protocol.work.dependencies import DependencyGraph
+from missionweave.protocol.work.items import WorkItem as WorkItemState
+from missionweave.protocol.work.proposals import Proposal
 
 
 class MissionStatus(models.TextChoices):

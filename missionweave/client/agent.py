@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.identifiers import agent_principal
 from missionweave.protocol.signing import document_signature_holds, parse_public_key, sign
 from missionweave.protocol.strictjson import parse as parse_json
 from missionweave.protocol.timefmt import format_timestamp
@@ -104,7 +105,7 @@ class AgentClient:
         authority_key: Ed25519PublicKey | None = None,
     ) -> None:
         self.agent_id = agent_id
-        self.principal = f"agent:{agent_id}"
+        self.principal = agent_principal(agent_id)
         self._key = private_key
         self._http = httpx.Client(
             base_url=base_url.rstrip("/") + API_PREFIX, transport=transport, timeout=timeout_s

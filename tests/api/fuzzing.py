@@ -1,7 +1,7 @@
 """What the HTTP fuzz tests share: odd JSON values and the wire.md §8 checks of a refusal.
 
 ``tests/api/test_fuzz.py`` (the envelope and batch surfaces) and
-``tests/api/test_fuzz_execution.py`` (issue 4's leases, tokens, budgets and offline binding)
+``tests/api/test_fuzz_execution.py`` (leases, capability tokens, budgets, the offline binding)
 draw from the same strategies and judge every answer with the same assertions, so a new odd
 value or a tighter check reaches both.
 """

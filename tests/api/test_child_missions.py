@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
+from apps.ledger.follow_ups import RESEND_AFTER, resend_pending
+from apps.ledger.models import PendingFollowUp
 from tests.factories import HumanPersona, grant, group, human
 
 from .http import error_of, get
@@ -479,11 +482,6 @@ def test_a_follow_up_lost_after_commit_is_resent_from_the_outbox(
     """R10.4-05, R10.4-06: the cross-group follow-up is written to an outbox in the parent's
     transaction; when the process dies before running it (its after-commit callback never
     runs), the resend task carries it later, once, and a second resend changes nothing."""
-    from datetime import timedelta
-
-    from apps.ledger.follow_ups import RESEND_AFTER, resend_pending
-    from apps.ledger.models import PendingFollowUp
-
     authorized(cw.parent, cw.ww, "wi-p", mission="m-p")
     child_head = cw.child.head()
     with django_capture_on_commit_callbacks(execute=False):  # "the process died here"

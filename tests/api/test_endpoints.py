@@ -3,6 +3,7 @@ reads, and HTTP-level refusals (404, 405, 413, 415) in the wire.md §8 shape."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -320,8 +321,6 @@ def _exists(method: str, path: str) -> bool:
 
 def _shape(path: str) -> str:
     """A path with its parameter names erased ({mission} and {id} are the same slot)."""
-    import re
-
     return re.sub(r"\{[^}]+\}", "{}", path)
 
 

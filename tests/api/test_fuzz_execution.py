@@ -1,4 +1,4 @@
-"""Fuzzing issue 4's input surfaces over HTTP: the offline binding, capability tokens,
+"""Fuzzing the execution surfaces over HTTP: the offline binding, capability tokens,
 lease and start windows, authority-only types and usage charges (wire.md §3, §8, §9).
 
 The same rule as ``test_fuzz.py``, with its strategies and checks (``tests/api/fuzzing.py``):
@@ -31,7 +31,7 @@ from rest_framework.test import APIClient
 from apps.ledger.models import Event
 from apps.ledger.write_path import submit_authority_command
 from apps.work.models import Mission, WorkItem
-from missionweave.protocol.budgets import add_usage, non_zero
+from missionweave.protocol.budgets import USAGE_RECORDED, add_usage, non_zero
 from missionweave.protocol.capabilities import (
     MAX_REVOKES,
     MAX_SCOPE_ENTRIES,
@@ -51,7 +51,6 @@ from missionweave.protocol.work.checks import (
     MIN_START_WINDOW_S,
 )
 from missionweave.protocol.work.leases import REASSIGN, reassign_command_id
-from missionweave.protocol.workitems import USAGE_RECORDED
 
 from .fuzzing import (
     CODES,

@@ -19,10 +19,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.ledger.write_path import submit_authority_command
+from missionweave.protocol.budgets import USAGE_RECORDED
 from missionweave.protocol.offline import BINDING_PATH, EXTENSION, MAX_GRACE
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.work.leases import REASSIGN, reassign_command_id
-from missionweave.protocol.workitems import USAGE_RECORDED
 from tests.factories import AgentPersona, now_text
 
 from .http import json_of

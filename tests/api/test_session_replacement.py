@@ -26,7 +26,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.work.checks import START_WINDOW
-from missionweave.protocol.workitems import WorkItem
+from missionweave.protocol.work.items import WorkItem
 from tests import factories
 from tests.factories import AgentPersona
 from tests.ledger.checks import assert_log_consistent

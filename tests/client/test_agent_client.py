@@ -1,4 +1,4 @@
-"""The agent client (issue 5 item 5) against a real daphne serving the real API.
+"""The agent client against a real daphne serving the real API.
 
 Sessions (wire.md §5, R11.3-10), signed commands retried under the same id (wire.md §3
 step 5), typed refusals (wire.md §8), and the verified, deduplicated, in-order event feed with
@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from apps.stream.models import Cursor
 from missionweave.client import (
     AgentClient,
     ApiError,
@@ -225,8 +226,8 @@ def test_the_feed_reads_every_event_in_order_with_the_chain_verified(
 def test_a_tampered_event_is_refused_naming_its_sequence(
     live_asgi_server: LiveServer, live_world: World, tmp_path: Path
 ) -> None:
-    """wire.md §6, issue 5 "one flipped byte is refused by the client, which names the first
-    bad sequence": the handler never sees it and the cursor stays before it (R16-05)."""
+    """wire.md §6: one flipped byte is refused by the client, which names the first bad
+    sequence; the handler never sees it and the cursor stays before it (R16-05)."""
     with _client(live_asgi_server, live_world) as client:
         _missions(client, live_world.group, 3)
 
@@ -325,8 +326,6 @@ def test_the_cursor_never_advances_over_a_gap(
 
 def _acked(principal: str, group: str, sequence: int, within_s: float = 5.0) -> int | None:
     """The server-side stored cursor once it reached ``sequence`` (ACK is asynchronous)."""
-    from apps.stream.models import Cursor
-
     deadline = time.monotonic() + within_s
     stored = None
     while time.monotonic() < deadline:

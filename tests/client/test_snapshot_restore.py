@@ -1,4 +1,4 @@
-"""The agent client behind the online log, and against tampering in transit (issue 5).
+"""The agent client behind the online log, and against tampering in transit.
 
 ``CURSOR_TOO_OLD`` (REST 410 or a stream ``ERROR``) makes the client restore the signed
 snapshot it names, verify it, and follow on from its sequence (wire.md §7; R16-10, R16-11);

@@ -17,6 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.ledger import authority
+from apps.ledger.history import history
 from apps.ledger.models import Event, GroupLog
 from missionweave.protocol.canonical import canonical_bytes, without
 from missionweave.protocol.signing import generate_private_key, public_key_text, sign
@@ -196,8 +197,6 @@ def test_an_unknown_group_is_refused(tmp_path: Path) -> None:
 @pytest.mark.django_db
 def test_history_reads_in_small_pages(world: World) -> None:
     """The export streams keyset pages; page size does not change what is read."""
-    from apps.ledger.history import history
-
     _build(world)
     head = GroupLog.objects.get(group_id=world.group).head_sequence
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.registry import services
 from apps.registry.models import Agent, AgentSession, SessionNonce
+from apps.work import sessions
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.signing import generate_private_key
 from tests import factories
@@ -34,7 +35,7 @@ def test_each_session_raises_the_agent_epoch_by_one(w1: AgentPersona) -> None:
     """wire§5, R11.3-10: epochs 1, 2, 3 for three sessions; the answer says which."""
     epochs = []
     for _ in range(3):
-        opened = services.session_open(body=w1.session_body())
+        opened = sessions.session_open(body=w1.session_body())
         epochs.append(opened.session.epoch)
         document = services.session_document(opened.session, opened.token)
         assert document["session_epoch"] == opened.session.epoch
@@ -46,9 +47,9 @@ def test_each_session_raises_the_agent_epoch_by_one(w1: AgentPersona) -> None:
 
 def test_the_token_of_a_replaced_session_is_stale(w1: AgentPersona) -> None:
     """wire§4, R11.3-10: the previous token is STALE_SESSION at once; the new one works."""
-    old = services.session_open(body=w1.session_body())
+    old = sessions.session_open(body=w1.session_body())
     assert services.authenticate_bearer(old.token).caller.session_epoch == 1
-    new = services.session_open(body=w1.session_body())
+    new = sessions.session_open(body=w1.session_body())
 
     refusal = _refusal(services.authenticate_bearer, old.token)
 
@@ -64,7 +65,7 @@ def test_the_token_of_a_replaced_session_is_stale(w1: AgentPersona) -> None:
 
 def test_an_expired_session_is_unauthenticated(w1: AgentPersona) -> None:
     """wire§4: a token past its expiry is UNAUTHENTICATED, even for the current session."""
-    opened = services.session_open(body=w1.session_body())
+    opened = sessions.session_open(body=w1.session_body())
     assert opened.session.expires_at > timezone.now() + timedelta(hours=23)
     AgentSession.objects.filter(pk=opened.session.pk).update(
         expires_at=timezone.now() - timedelta(seconds=1)
@@ -78,21 +79,21 @@ def test_an_expired_session_is_unauthenticated(w1: AgentPersona) -> None:
 )
 def test_unknown_tokens_are_unauthenticated(w1: AgentPersona, token: str) -> None:
     """wire§4: a missing or unknown token is 401 UNAUTHENTICATED."""
-    services.session_open(body=w1.session_body())
+    sessions.session_open(body=w1.session_body())
     assert _refusal(services.authenticate_bearer, token).code is ErrorCode.UNAUTHENTICATED
 
 
 def test_a_replayed_nonce_is_refused_and_opens_nothing(w1: AgentPersona) -> None:
     """wire§5: the same signed body twice is REPLAYED_NONCE; the epoch does not move."""
     body = w1.session_body()
-    services.session_open(body=body)
+    sessions.session_open(body=body)
 
-    refusal = _refusal(services.session_open, body=body)
+    refusal = _refusal(sessions.session_open, body=body)
 
     assert refusal.code is ErrorCode.REPLAYED_NONCE
     assert refusal.status == 401
     nonce_reused_fresh_time = w1.session_body(nonce=body["nonce"], issued_at=now_text(1))
-    assert _refusal(services.session_open, body=nonce_reused_fresh_time).code is (
+    assert _refusal(sessions.session_open, body=nonce_reused_fresh_time).code is (
         ErrorCode.REPLAYED_NONCE
     )
     assert Agent.objects.get(pk="w1").session_epoch == 1
@@ -103,26 +104,26 @@ def test_a_nonce_is_remembered_per_agent(w1: AgentPersona) -> None:
     """wire§5: a nonce seen for one agent may still be used by another."""
     w2 = factories.agent("w2", "org-acme")
     nonce = secrets.token_urlsafe(18)
-    services.session_open(body=w1.session_body(nonce=nonce))
-    assert services.session_open(body=w2.session_body(nonce=nonce)).session.epoch == 1
+    sessions.session_open(body=w1.session_body(nonce=nonce))
+    assert sessions.session_open(body=w2.session_body(nonce=nonce)).session.epoch == 1
 
 
 def test_bad_signature_unknown_agent_and_old_issued_at_are_refused(w1: AgentPersona) -> None:
     """wire§5: INVALID_SIGNATURE for a wrong key or an unknown agent, CLOCK_SKEW outside
     ±300 s; none of them opens a session or burns the nonce."""
     impostor = AgentPersona("w1", generate_private_key())
-    assert _refusal(services.session_open, body=impostor.session_body()).code is (
+    assert _refusal(sessions.session_open, body=impostor.session_body()).code is (
         ErrorCode.INVALID_SIGNATURE
     )
     ghost = AgentPersona("ghost", generate_private_key())
-    assert _refusal(services.session_open, body=ghost.session_body()).code is (
+    assert _refusal(sessions.session_open, body=ghost.session_body()).code is (
         ErrorCode.INVALID_SIGNATURE
     )
     tampered = {**w1.session_body(), "nonce": secrets.token_urlsafe(18)}
-    assert _refusal(services.session_open, body=tampered).code is ErrorCode.INVALID_SIGNATURE
+    assert _refusal(sessions.session_open, body=tampered).code is ErrorCode.INVALID_SIGNATURE
     for offset in (-301, 301):
         stale = w1.session_body(issued_at=now_text(offset))
-        assert _refusal(services.session_open, body=stale).code is ErrorCode.CLOCK_SKEW
+        assert _refusal(sessions.session_open, body=stale).code is ErrorCode.CLOCK_SKEW
     assert not AgentSession.objects.exists()
     assert not SessionNonce.objects.exists()
 
@@ -141,7 +142,7 @@ def test_bad_signature_unknown_agent_and_old_issued_at_are_refused(w1: AgentPers
 )
 def test_malformed_session_bodies_name_the_field(w1: AgentPersona, change: dict, path: str) -> None:
     """wire§5, wire§8: a malformed body is MALFORMED with the JSON path of the bad field."""
-    refusal = _refusal(services.session_open, body={**w1.session_body(), **change})
+    refusal = _refusal(sessions.session_open, body={**w1.session_body(), **change})
     assert refusal.code is ErrorCode.MALFORMED
     assert refusal.details["path"] == path
 
@@ -150,15 +151,15 @@ def test_a_missing_field_and_a_non_object_body_are_malformed(w1: AgentPersona) -
     """wire§5: every field is required; the body is an object."""
     body = w1.session_body()
     del body["nonce"]
-    refusal = _refusal(services.session_open, body=body)
+    refusal = _refusal(sessions.session_open, body=body)
     assert (refusal.code, refusal.details["path"]) == (ErrorCode.MALFORMED, "$.nonce")
-    assert _refusal(services.session_open, body=[1]).code is ErrorCode.MALFORMED
+    assert _refusal(sessions.session_open, body=[1]).code is ErrorCode.MALFORMED
 
 
 def test_the_session_answer_lists_the_agents_memberships(db) -> None:
     """wire§5: ``memberships`` maps each group onto its roles and epoch."""
     world = factories.build_world()
-    opened = services.session_open(body=world.w1.session_body())
+    opened = sessions.session_open(body=world.w1.session_body())
     document = services.session_document(opened.session, opened.token)
     assert document["memberships"] == {world.group: {"roles": ["coordinator"], "epoch": 1}}
     assert document["session_id"].startswith("ses_")
@@ -174,7 +175,7 @@ def test_the_same_session_body_from_10_threads_opens_exactly_one_session() -> No
 
     def work(_: int) -> str:
         try:
-            return str(services.session_open(body=dict(body)).session.epoch)
+            return str(sessions.session_open(body=dict(body)).session.epoch)
         except ProtocolError as refusal:
             return refusal.code.value
 
@@ -191,7 +192,7 @@ def test_sessions_opened_concurrently_get_distinct_consecutive_epochs() -> None:
     w1 = factories.agent("w1", factories.organization())
     bodies = [w1.session_body() for _ in range(10)]
 
-    opened = run_in_threads(10, lambda index: services.session_open(body=bodies[index]))
+    opened = run_in_threads(10, lambda index: sessions.session_open(body=bodies[index]))
 
     assert sorted(o.session.epoch for o in opened) == list(range(1, 11))
     for session in opened:

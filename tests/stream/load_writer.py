@@ -19,11 +19,13 @@ for a subscriber whose queue is full).
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import sys
 import threading
-from typing import Any
+
+import django
 
 
 class _DroppedHints(logging.Handler):
@@ -36,46 +38,10 @@ class _DroppedHints(logging.Handler):
             self.count += 1
 
 
-def _write(spec: dict[str, Any], batch: int, accepted: list[int], refused: list[str]) -> None:
-    from django.db import connections
-
-    from apps.ledger.write_path import submit_batch
-    from missionweave.protocol.errors import ProtocolError
-    from missionweave.protocol.signing import b64url_decode, private_key_from_seed
-    from tests.factories import AgentPersona, mission_body
-
-    persona = AgentPersona(
-        spec["agent"],
-        private_key_from_seed(b64url_decode(spec["seed"])),
-        session_epoch=spec["session_epoch"],
-        membership_epochs={spec["group"]: spec["membership_epoch"]},
-    )
-    try:
-        remaining = spec["count"]
-        while remaining:
-            size = min(batch, remaining)
-            documents = [
-                persona.command(spec["group"], "mission.create", mission_body())
-                for _ in range(size)
-            ]
-            for result in submit_batch(
-                group_id=spec["group"], documents=documents, caller=persona.caller
-            ):
-                if isinstance(result, ProtocolError):
-                    refused.append(f"{result.code.value}: {result.message}")
-                else:
-                    accepted.append(1)
-            remaining -= size
-    except Exception as error:  # reported, so the test names why events are missing
-        refused.append(f"writer {spec['agent']} stopped: {error!r}")
-    finally:
-        connections.close_all()
-
-
 def main() -> None:
-    import django
-
     django.setup()
+    # the writer imports the project's models, which exist only once Django is set up
+    writers = importlib.import_module("tests.stream.load_writers")
     spec = json.load(sys.stdin)
     dropped = _DroppedHints()
     layer_log = logging.getLogger("channels_redis.core")
@@ -84,7 +50,7 @@ def main() -> None:
     accepted: list[int] = []
     refused: list[str] = []
     threads = [
-        threading.Thread(target=_write, args=(writer, spec["batch"], accepted, refused))
+        threading.Thread(target=writers.write, args=(writer, spec["batch"], accepted, refused))
         for writer in spec["writers"]
     ]
     for thread in threads:

@@ -1,4 +1,4 @@
-"""Delivery under load, against a real daphne with the Redis channel layer (issue 5, must hold).
+"""Delivery under load, against a real daphne with the Redis channel layer (must hold).
 
 50 subscribers follow 4 groups on ``/ws/v1/stream`` with the agent client, while 8 writers
 append 10,000 events through the one write path and a chaos thread drops subscribers' sockets

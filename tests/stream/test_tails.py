@@ -17,6 +17,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from apps.ledger.models import GroupLog
 from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.stream import consumers, tails
@@ -56,8 +57,6 @@ def _create_missions(world: World, count: int) -> None:
 
 @database_sync_to_async
 def _head(world: World) -> int:
-    from apps.ledger.models import GroupLog
-
     return GroupLog.objects.get(group_id=world.group).head_sequence
 
 

@@ -1,4 +1,4 @@
-"""Issue 5, must hold: a writer holding sequence N open while N+1 is submitted, 1,000 times —
+"""Must hold: a writer holding sequence N open while N+1 is submitted, 1,000 times —
 no reader, cursor or ACK ever passes N before N is visible.
 
 Everything is real: two writer threads with their own PostgreSQL connections going through the

@@ -45,9 +45,10 @@ from missionweave.protocol import states as S
 from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
-from missionweave.protocol.missions import Mission
+from missionweave.protocol.missions.model import Mission
 from missionweave.protocol.work.checks import approvals_required
-from missionweave.protocol.workitems import GRAPH_KEY, WorkItem
+from missionweave.protocol.work.dependencies import GRAPH_KEY
+from missionweave.protocol.work.items import WorkItem
 from tests import factories
 from tests.factories import AgentPersona, HumanPersona, mission_body, now_text
 from tests.ledger.checks import assert_log_consistent

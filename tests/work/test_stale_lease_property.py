@@ -41,7 +41,7 @@ from apps.work.models import WorkItem as WorkItemRow
 from missionweave.protocol import states as S
 from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.workitems import WorkItem
+from missionweave.protocol.work.items import WorkItem
 from tests import factories
 from tests.factories import AgentPersona, HumanPersona, mission_body, now_text
 from tests.ledger.checks import assert_log_consistent

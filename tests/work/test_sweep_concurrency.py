@@ -26,7 +26,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.leases import REASSIGN, reassign_command_id
-from tests.ledger.checks import assert_log_consistent
+from tests.ledger.checks import assert_log_consistent, event_documents
 from tests.ledger.concurrency import run_in_threads
 from tests.work.expiring import (
     Leased,
@@ -44,8 +44,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _events_by_item(groups: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Every WorkItem event of ``groups`` by (group, work item), in log order."""
-    from tests.ledger.checks import event_documents
-
     found: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for group in groups:
         for document in event_documents(group):

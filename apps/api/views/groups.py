@@ -26,7 +26,7 @@ def _outcome_response(outcome: Outcome) -> Response:
 
 
 class CommandSubmitApi(APIView):
-    max_body_bytes = settings.MWP_MAX_COMMAND_BYTES
+    body_limit_setting = "MWP_MAX_COMMAND_BYTES"
 
     @extend_schema(
         parameters=[schema.GROUP],
@@ -45,7 +45,7 @@ class CommandSubmitApi(APIView):
 
 
 class CommandBatchApi(APIView):
-    max_body_bytes = settings.MWP_MAX_BATCH_BYTES
+    body_limit_setting = "MWP_MAX_BATCH_BYTES"
 
     @extend_schema(
         parameters=[schema.GROUP],

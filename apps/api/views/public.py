@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -12,6 +13,7 @@ from rest_framework.views import APIView
 
 from apps.ledger import authority
 from apps.registry import services
+from apps.work import sessions
 from missionweave.protocol.timefmt import format_timestamp
 
 from .. import schema
@@ -25,8 +27,6 @@ class AuthorityApi(APIView):
         responses={200: schema.AuthoritySerializer}, summary="The authority's identity and clock"
     )
     def get(self, request: Request) -> Response:
-        from django.conf import settings
-
         return Response(
             {
                 "authority_id": authority.authority_id(),
@@ -47,7 +47,7 @@ class SessionCreateApi(APIView):
         summary="Open an agent session (signed body; raises the session epoch)",
     )
     def post(self, request: Request) -> Response:
-        opened = services.session_open(body=request.data)
+        opened = sessions.session_open(body=request.data)
         return Response(services.session_document(opened.session, opened.token), status=201)
 
 

@@ -1,7 +1,7 @@
 """``manage.py demo [--no-serve] [--port P] [--interval S]``: seed live demo data and serve it.
 
-Seeds the demo world (:mod:`apps.registry.demo`) and its WorkItems
-(:mod:`apps.registry.demo_work`), both idempotent, then serves the API, the websocket stream
+Seeds the demo world (:mod:`apps.demo.cast`) and its WorkItems
+(:mod:`apps.demo.story`), both idempotent, then serves the API, the websocket stream
 and the dashboard with daphne on 127.0.0.1 and, while it runs, plays one beat of the live
 workflow every few seconds: missions arrive, the coordinator offers WorkItems, the workers
 accept, start, report, checkpoint and submit, results are accepted — all as signed commands
@@ -33,8 +33,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, close_old_connections
 
-from apps.registry.demo import DemoWorld, demo_seed
-from apps.registry.demo_work import seed_work, tick
+from apps.demo.cast import DemoWorld, demo_seed
+from apps.demo.story import seed_work, tick
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 30

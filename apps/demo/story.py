@@ -34,10 +34,10 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
-from missionweave.protocol.workitems import Offer
-from missionweave.protocol.workitems import WorkItem as WorkItemState
+from missionweave.protocol.work.items import Offer
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .demo import GROUP, DemoWorld, mission_body, submit_as_admin, submit_as_agent
+from .cast import GROUP, DemoWorld, mission_body, submit_as_admin, submit_as_agent
 
 #: seed times: offers and deadlines this far after the first seeding
 SEED_HORIZON = timedelta(days=30)

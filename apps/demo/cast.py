@@ -2,7 +2,7 @@
 and workers, open sessions, a few missions, and the two ways they submit commands (signed by
 an agent, or as the human admin) — all through the real services and the one write path, so
 the demo exercises exactly what production does. The story they act out is
-:mod:`apps.registry.demo_work`.
+:mod:`apps.demo.story`.
 
 Seeding is idempotent: identities are created once, memberships are granted only when they
 differ, and the seed missions use fixed command ids, so a second run is answered from the
@@ -23,9 +23,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.ledger.write_path import Caller, Outcome, submit_as_human, submit_command
+from apps.registry import services
+from apps.registry.models import ApiToken
+from apps.work import sessions
 from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.identifiers import agent_principal, user_principal
 from missionweave.protocol.signing import (
     b64url_decode,
     b64url_encode,
@@ -36,9 +40,6 @@ from missionweave.protocol.signing import (
     sign,
 )
 from missionweave.protocol.timefmt import format_timestamp
-
-from . import services
-from .models import ApiToken
 
 ORGANIZATION = "org-demo"
 GROUP = "g-demo"
@@ -65,7 +66,7 @@ class DemoAgent:
 
     @property
     def principal(self) -> str:
-        return f"agent:{self.id}"
+        return agent_principal(self.id)
 
 
 @dataclass
@@ -79,7 +80,7 @@ class DemoWorld:
 
     @property
     def admin_principal(self) -> str:
-        return f"user:{self.admin_username}"
+        return user_principal(self.admin_username)
 
     def agent(self, principal: str) -> DemoAgent | None:
         """The demo agent behind ``principal`` (``None`` for a human or a stranger)."""
@@ -129,7 +130,7 @@ def _admin_user(password: str) -> Caller:
     user.is_active = True
     user.set_password(password)
     user.save()
-    return Caller(principal=f"user:{ADMIN_USERNAME}", kind="user", is_staff=True)
+    return Caller.for_user(user)
 
 
 def _admin_token() -> str:
@@ -158,7 +159,7 @@ def open_session(agent: DemoAgent) -> None:
         "issued_at": format_timestamp(timezone.now()),
         "nonce": secrets.token_urlsafe(18),
     }
-    opened = services.session_open(
+    opened = sessions.session_open(
         body={**body, "signature": sign(agent.key, canonical_bytes(body))}
     )
     agent.session_epoch = opened.session.epoch
@@ -210,7 +211,7 @@ def submit_as_agent(
 
 def submit_as_admin(username: str, type_: str, body: dict[str, Any], *, command_id: str) -> Outcome:
     """A command from the human admin: the unsigned human envelope the dashboard builds."""
-    caller = Caller(principal=f"user:{username}", kind="user", is_staff=True)
+    caller = Caller.for_user(get_user_model().objects.get(username=username))
     return submit_as_human(
         caller=caller, group_id=GROUP, type_=type_, body=body, command_id=command_id
     )

@@ -22,8 +22,8 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.db import connection
 
+from apps.demo import cast, story
 from apps.ledger.models import CommandRecord, Event, GroupLog
-from apps.registry import demo, demo_work
 from apps.registry.models import Agent, AgentKey, AgentSession
 from apps.registry.services import api_token_create, authenticate_bearer, memberships_of
 from apps.work.models import Mission, WorkItem
@@ -33,8 +33,8 @@ pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_ACTORS = {
     "user:admin",
-    f"agent:{demo.COORDINATOR}",
-    *(f"agent:{worker}" for worker in demo.WORKERS),
+    f"agent:{cast.COORDINATOR}",
+    *(f"agent:{worker}" for worker in cast.WORKERS),
 }
 
 
@@ -45,53 +45,53 @@ def seed(keys_dir) -> str:
 
 
 def head() -> int:
-    return GroupLog.objects.get(group_id=demo.GROUP).head_sequence
+    return GroupLog.objects.get(group_id=cast.GROUP).head_sequence
 
 
 def states() -> dict[str, str]:
-    return dict(WorkItem.objects.filter(group_id=demo.GROUP).values_list("work_item_id", "state"))
+    return dict(WorkItem.objects.filter(group_id=cast.GROUP).values_list("work_item_id", "state"))
 
 
 def item(work_item: str) -> dict:
-    return WorkItem.objects.get(group_id=demo.GROUP, work_item_id=work_item).data
+    return WorkItem.objects.get(group_id=cast.GROUP, work_item_id=work_item).data
 
 
 def verify() -> None:
     call_command("rebuild_projections", "--verify", stdout=io.StringIO())
 
 
-def world(keys_dir) -> demo.DemoWorld:
-    built = demo.demo_seed(keys_dir=keys_dir, password="pw")
-    demo_work.seed_work(built)
+def world(keys_dir) -> cast.DemoWorld:
+    built = cast.demo_seed(keys_dir=keys_dir, password="pw")
+    story.seed_work(built)
     return built
 
 
-def play(built: demo.DemoWorld, ticks: int, seed_: int = 7) -> list[str]:
+def play(built: cast.DemoWorld, ticks: int, seed_: int = 7) -> list[str]:
     rng = random.Random(seed_)
-    return [line for _ in range(ticks) for line in demo_work.tick(built, rng)]
+    return [line for _ in range(ticks) for line in story.tick(built, rng)]
 
 
 def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(tmp_path):
     """wire§4: memberships, missions and work are events in g-demo's log, sessions are open."""
     seed(tmp_path)
 
-    assert memberships_of("user:admin")[demo.GROUP]["roles"] == ["admin", "mission_owner"]
-    assert memberships_of(f"agent:{demo.COORDINATOR}")[demo.GROUP]["roles"] == ["coordinator"]
-    for worker in demo.WORKERS:
-        assert memberships_of(f"agent:{worker}")[demo.GROUP]["roles"] == ["worker"]
+    assert memberships_of("user:admin")[cast.GROUP]["roles"] == ["admin", "mission_owner"]
+    assert memberships_of(f"agent:{cast.COORDINATOR}")[cast.GROUP]["roles"] == ["coordinator"]
+    for worker in cast.WORKERS:
+        assert memberships_of(f"agent:{worker}")[cast.GROUP]["roles"] == ["worker"]
         assert AgentSession.objects.filter(agent_id=worker).count() == 1
 
     events = list(
-        Event.objects.filter(group_id=demo.GROUP).order_by("sequence").values_list("type", "actor")
+        Event.objects.filter(group_id=cast.GROUP).order_by("sequence").values_list("type", "actor")
     )
-    missions = len(demo.SEED_MISSIONS)
+    missions = len(cast.SEED_MISSIONS)
     assert events[:4] == [("membership.granted", "user:admin")] * 4
-    assert events[4 : 4 + missions] == [("mission.created", f"agent:{demo.COORDINATOR}")] * missions
+    assert events[4 : 4 + missions] == [("mission.created", f"agent:{cast.COORDINATOR}")] * missions
     assert {actor for _type, actor in events} == DEMO_ACTORS
     assert head() == len(events)
     assert set(
-        Mission.objects.filter(group_id=demo.GROUP).values_list("mission_id", flat=True)
-    ) >= {mission_id for mission_id, _ in demo.SEED_MISSIONS}
+        Mission.objects.filter(group_id=cast.GROUP).values_list("mission_id", flat=True)
+    ) >= {mission_id for mission_id, _ in cast.SEED_MISSIONS}
     verify()
 
 
@@ -101,30 +101,30 @@ def test_demo_seeds_work_items_in_each_state_of_the_story(tmp_path):
     seed(tmp_path)
 
     assert states() == {
-        demo_work.SUMMARY: "verified",
-        demo_work.TRANSLATE: "active",
-        demo_work.PROOFREAD: "open",
-        demo_work.COLLECT: "queued",
-        demo_work.TERMS: "blocked",
-        demo_work.CHILD_ITEM: "open",
+        story.SUMMARY: "verified",
+        story.TRANSLATE: "active",
+        story.PROOFREAD: "open",
+        story.COLLECT: "queued",
+        story.TERMS: "blocked",
+        story.CHILD_ITEM: "open",
     }
-    summary = item(demo_work.SUMMARY)
+    summary = item(story.SUMMARY)
     assert [o["status"] for o in summary["offers"]] == ["accepted", "withdrawn"]  # urgent race
     assert summary["submission"]["evidence"]
     assert summary["evidence"][0]["producer"] == "user:admin"
     assert ("work.result_accepted", "user:admin") in {
         (entry["type"], entry["actor"]) for entry in summary["history"]
     }
-    assert item(demo_work.TRANSLATE)["lease"]["status"] == "active"
-    assert item(demo_work.PROOFREAD)["depends_on"] == [demo_work.TRANSLATE]
-    collect = item(demo_work.COLLECT)
+    assert item(story.TRANSLATE)["lease"]["status"] == "active"
+    assert item(story.PROOFREAD)["depends_on"] == [story.TRANSLATE]
+    collect = item(story.COLLECT)
     assert collect["contract"]["risk"]["requires_execution_approval"] is True
     assert collect["approvals"] == []
-    assert collect["authorized_by"] == f"agent:{demo.COORDINATOR}"  # so the admin may approve
-    assert item(demo_work.TERMS)["child"]["status"] == "running"
-    child = Mission.objects.get(group_id=demo.GROUP, mission_id=demo_work.CHILD_MISSION)
+    assert collect["authorized_by"] == f"agent:{cast.COORDINATOR}"  # so the admin may approve
+    assert item(story.TERMS)["child"]["status"] == "running"
+    child = Mission.objects.get(group_id=cast.GROUP, mission_id=story.CHILD_MISSION)
     assert child.parent == "demo-m-pricing"
-    assert child.work_items == [demo_work.CHILD_ITEM]
+    assert child.work_items == [story.CHILD_ITEM]
     verify()
 
 
@@ -135,31 +135,31 @@ def test_demo_seeding_twice_replays_its_commands_and_still_verifies(tmp_path):
     seed(tmp_path)
     first_head = head()
     first_keys = AgentKey.objects.count()
-    first_records = CommandRecord.objects.filter(group_id=demo.GROUP).count()
+    first_records = CommandRecord.objects.filter(group_id=cast.GROUP).count()
     first_states = states()
 
     seed(tmp_path)
 
     new_events = list(
-        Event.objects.filter(group_id=demo.GROUP, sequence__gt=first_head).values_list(
+        Event.objects.filter(group_id=cast.GROUP, sequence__gt=first_head).values_list(
             "type", "actor"
         )
     )
     assert set(new_events) <= {("lease.revoked", "authority")}
     assert head() == first_head + len(new_events)
     assert AgentKey.objects.count() == first_keys  # the same keys, read back from keys_dir
-    records = CommandRecord.objects.filter(group_id=demo.GROUP)
+    records = CommandRecord.objects.filter(group_id=cast.GROUP)
     assert records.count() == first_records + len(new_events)  # the authority's revocations
     revoked = {
         row.work_item_id
-        for row in WorkItem.objects.filter(group_id=demo.GROUP)
+        for row in WorkItem.objects.filter(group_id=cast.GROUP)
         if row.data["lease"] and row.data["lease"]["closed_by"] == "lease.revoked"
     }
     assert len(revoked) == len(new_events)
     assert all(first_states[w] == "active" for w in revoked)
     assert states() == {**first_states, **dict.fromkeys(revoked, "queued")}
     # each run opens a new session: the coordinator is at session epoch 2
-    assert Agent.objects.get(pk=demo.COORDINATOR).session_epoch == 2
+    assert Agent.objects.get(pk=cast.COORDINATOR).session_epoch == 2
     verify()
 
 
@@ -186,14 +186,14 @@ def test_live_ticks_move_work_to_verified_without_refusals(tmp_path):
     assert not [line for line in lines if line.startswith("  refused")], lines
     live = {
         row.work_item_id: row.state
-        for row in WorkItem.objects.filter(group_id=demo.GROUP, mission__startswith="m-")
+        for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-")
     }
     assert "verified" in live.values(), lines
-    assert states()[demo_work.TRANSLATE] == "verified"  # the seeded active item finished
-    assert states()[demo_work.COLLECT] == "queued"  # still waiting for a person
-    assert states()[demo_work.TERMS] == "blocked"  # still waiting for its child mission
+    assert states()[story.TRANSLATE] == "verified"  # the seeded active item finished
+    assert states()[story.COLLECT] == "queued"  # still waiting for a person
+    assert states()[story.TERMS] == "blocked"  # still waiting for its child mission
     types = set(
-        Event.objects.filter(group_id=demo.GROUP, sequence__gt=before).values_list(
+        Event.objects.filter(group_id=cast.GROUP, sequence__gt=before).values_list(
             "type", flat=True
         )
     )
@@ -202,7 +202,7 @@ def test_live_ticks_move_work_to_verified_without_refusals(tmp_path):
             "work.result_accepted"} <= types  # fmt: skip
     assert (
         set(
-            Event.objects.filter(group_id=demo.GROUP, sequence__gt=before).values_list(
+            Event.objects.filter(group_id=cast.GROUP, sequence__gt=before).values_list(
                 "actor", flat=True
             )
         )
@@ -216,24 +216,24 @@ def test_admin_approval_lets_the_loop_start_the_gated_item(tmp_path):
     with it the owner starts the item on the next beat."""
     built = world(tmp_path)
     assert play(built, 1) is not None
-    assert states()[demo_work.COLLECT] == "queued"
+    assert states()[story.COLLECT] == "queued"
 
-    granted = demo.submit_as_admin(
+    granted = cast.submit_as_admin(
         "admin",
         "approval.grant_execution",
-        {"work_item": demo_work.COLLECT, "contract_revision": 1, "comment": "go ahead"},
+        {"work_item": story.COLLECT, "contract_revision": 1, "comment": "go ahead"},
         command_id=f"test-{uuid.uuid4().hex}",
     )
     play(built, 1)
 
     assert granted.body["result"] == {"approvals": 1, "approvals_required": 1}
-    assert states()[demo_work.COLLECT] == "active"
-    assert item(demo_work.COLLECT)["owner"] == f"agent:{demo.WORKERS[0]}"
+    assert states()[story.COLLECT] == "active"
+    assert item(story.COLLECT)["owner"] == f"agent:{cast.WORKERS[0]}"
 
     play(built, 6, seed_=3)  # the queue is empty now: the next live mission refills it
     gated = [
         row.data
-        for row in WorkItem.objects.filter(group_id=demo.GROUP, mission__startswith="m-")
+        for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-")
         if row.data["contract"]["risk"]["requires_execution_approval"]
     ]
     assert len(gated) == 1
@@ -251,7 +251,7 @@ def test_a_new_run_continues_from_the_projections(tmp_path):
     moved = head()
 
     again = world(tmp_path)  # another ``manage.py demo``: new sessions, the seed replays
-    revocations = Event.objects.filter(group_id=demo.GROUP, sequence__gt=moved)
+    revocations = Event.objects.filter(group_id=cast.GROUP, sequence__gt=moved)
     assert set(revocations.values_list("type", flat=True)) <= {"lease.revoked"}
     lines = play(again, 12, seed_=8)
     lines += play(built, 3, seed_=9)  # the old run's agents: their sessions were replaced
@@ -259,48 +259,48 @@ def test_a_new_run_continues_from_the_projections(tmp_path):
     assert head() > moved
     refused = [line for line in lines if line.startswith("  refused")]
     assert all("ILLEGAL_TRANSITION" in line or "STALE_LEASE" in line for line in refused), lines
-    assert not CommandRecord.objects.filter(group_id=demo.GROUP, status__gte=400).exists()
+    assert not CommandRecord.objects.filter(group_id=cast.GROUP, status__gte=400).exists()
     verify()
 
 
 def test_live_commands_reopen_a_session_another_run_replaced(tmp_path):
     """R11.3-10: a command refused as STALE_SESSION is sent again on a reopened session."""
     built = world(tmp_path)
-    demo.open_session(demo.DemoAgent(demo.COORDINATOR, built.coordinator.key))  # "another run"
+    cast.open_session(cast.DemoAgent(cast.COORDINATOR, built.coordinator.key))  # "another run"
     before = head()
 
-    outcome = demo.submit_as_agent(
+    outcome = cast.submit_as_agent(
         built.coordinator,
         "mission.create",
-        demo.mission_body("m-reopened", "After a newer session"),
+        cast.mission_body("m-reopened", "After a newer session"),
         command_id="live-reopened",
     )
 
     assert outcome.status == 201
     assert head() == before + 1
-    assert Event.objects.get(group_id=demo.GROUP, sequence=head()).actor == (
-        f"agent:{demo.COORDINATOR}"
+    assert Event.objects.get(group_id=cast.GROUP, sequence=head()).actor == (
+        f"agent:{cast.COORDINATOR}"
     )
-    assert built.coordinator.session_epoch == Agent.objects.get(pk=demo.COORDINATOR).session_epoch
+    assert built.coordinator.session_epoch == Agent.objects.get(pk=cast.COORDINATOR).session_epoch
 
 
 def test_a_refused_live_command_is_reported_not_raised(tmp_path):
     """wire§8: the loop reports a refusal with its code and carries on."""
     built = world(tmp_path)
-    step = demo_work.Step(
-        f"agent:{demo.WORKERS[1]}",
+    step = story.Step(
+        f"agent:{cast.WORKERS[1]}",
         "work.start",
-        {"work_item": demo_work.COLLECT, "ownership_epoch": 1},
+        {"work_item": story.COLLECT, "ownership_epoch": 1},
     )
     before = head()
 
-    line = demo_work.run(built, step)
+    line = story.run(built, step)
 
     assert line.startswith("  refused")
     assert ErrorCode.FORBIDDEN.value in line
     assert head() == before
     with pytest.raises(ProtocolError):  # the same command outside the loop is raised
-        demo.submit_as_agent(built.workers[1], step.type, step.body, command_id="direct")
+        cast.submit_as_agent(built.workers[1], step.type, step.body, command_id="direct")
 
 
 def _free_port() -> int:

@@ -1,0 +1,136 @@
+"""The full run (``make bench``): every (groups, clients) cell, batches, the per-step
+breakdown and the sweep, then the whole report; sections 7 and 8 are carried over from the
+last ``--only stream`` / ``--only replay`` run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from contextlib import ExitStack
+from datetime import UTC, datetime
+
+from django.db import connection
+from django.db.models import Avg
+from django.db.models.functions import Length
+
+from apps.ledger.models import Event
+
+from . import ceilings
+from .breakdown import measure_breakdown
+from .config import ROOT, BenchConfig
+from .facts import load_average
+from .fresh import fresh_results, log
+from .http_load import measure_http, measure_http_batch
+from .inprocess import measure_inprocess
+from .report import render
+from .results import Results
+from .run_sweep import measure_sweep_section
+from .servers import describe_pool, running_servers
+from .stream_report import carry_over
+from .world import BenchWorld, build_world
+
+
+def _event_bytes() -> float:
+    average = Event.objects.filter(type="mission.created").aggregate(size=Avg(Length("document")))[
+        "size"
+    ]
+    return float(average or 0)
+
+
+def _settle(config: BenchConfig) -> None:
+    """Start every cell from the same server state: fresh planner statistics on the new
+    tables (autovacuum would otherwise ANALYZE them in the middle of the first cell) and
+    one untimed pgbench second to warm PostgreSQL's caches."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    ceilings.run_pgbench(config.database_url, clients=4, groups=config.max_groups, seconds=1)
+
+
+def _measure_cell(
+    results: Results,
+    config: BenchConfig,
+    world: BenchWorld,
+    urls: list[str],
+    unpooled_urls: list[str],
+    groups: int,
+    clients: int,
+) -> None:
+    """One (groups, clients) cell: the ceiling and the server's figures, back to back."""
+    results.pgbench.append(
+        ceilings.run_pgbench(
+            config.database_url, clients=clients, groups=groups, seconds=config.seconds
+        )
+    )
+    results.inprocess.append(
+        measure_inprocess(world, clients=clients, groups=groups, config=config)
+    )
+    results.http.append(measure_http(world, urls, clients=clients, groups=groups, config=config))
+    line = (
+        f"{groups} group(s), {clients} client(s): pgbench {results.pgbench[-1].rate:.0f}/s, "
+        f"in-process {results.inprocess[-1].rate:.0f}/s, http {results.http[-1].rate:.0f}/s"
+    )
+    if unpooled_urls:
+        results.http_no_pool.append(
+            measure_http(
+                world,
+                unpooled_urls,
+                clients=clients,
+                groups=groups,
+                config=config,
+                name="http_no_pool",
+            )
+        )
+        line += f", http without pool {results.http_no_pool[-1].rate:.0f}/s"
+    results.loads[f"{groups}/{clients}"] = os.getloadavg()[0]
+    log(f"{line} (load {results.loads[f'{groups}/{clients}']:.1f})")
+
+
+def measure(config: BenchConfig, command: str) -> Results:
+    """Run every section; return the :class:`~benchmarks.results.Results`."""
+    results = fresh_results(config, command)
+    results.facts["server_db_pool"] = describe_pool(config, pool=True)
+    world = build_world(groups=config.max_groups, agents=config.max_clients)
+    log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
+    _settle(config)
+
+    with ExitStack() as servers:
+        urls = servers.enter_context(running_servers(config, pool=True))
+        unpooled_urls: list[str] = []
+        if config.pool_variant:
+            unpooled_urls = servers.enter_context(
+                running_servers(config, pool=False, first_index=config.servers)
+            )
+        log(f"daphne at {', '.join(urls)}; without a pool at {', '.join(unpooled_urls) or '-'}")
+        for groups in config.groups:
+            for clients in config.clients:
+                _measure_cell(results, config, world, urls, unpooled_urls, groups, clients)
+        for size in config.batch_sizes:
+            results.executemany.append(
+                ceilings.run_executemany(
+                    config.database_url, batch_size=size, seconds=config.seconds
+                )
+            )
+            results.batch.append(measure_http_batch(world, urls, size=size, config=config))
+            results.loads[f"batch/{size}"] = os.getloadavg()[0]
+            log(
+                f"batch {size}: executemany {results.executemany[-1].rate:.0f} rows/s, "
+                f"commands:batch {results.batch[-1].rate:.0f} events/s"
+            )
+    results.breakdown = measure_breakdown(world, repeat=50 if config.quick else 200)
+    results.event_bytes = _event_bytes()
+    results.sweep = measure_sweep_section(config)
+    results.load_after = load_average()
+    results.finished_at = datetime.now(UTC)
+    return results
+
+
+def run(config: BenchConfig, args: argparse.Namespace) -> int:
+    command = "python -m benchmarks.run --quick" if args.quick else "make bench"
+    results = measure(config, command)
+    document = render(results)
+    if config.output.exists():
+        document = carry_over(config.output.read_text(), document)
+    config.output.write_text(document)
+    results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))
+    log(f"wrote {config.output}")
+    return 0

@@ -19,11 +19,6 @@ from .timeline import CheckedPage, check_page
 PAGE_SIZE = 50
 
 
-def user_principal(username: str) -> str:
-    """A person acting through the dashboard is the principal ``user:<username>`` (wire.md §2)."""
-    return f"user:{username}"
-
-
 @dataclass(frozen=True)
 class GroupRow:
     group_id: str

@@ -2,8 +2,8 @@
 (with its live work section, from ``work_views``).
 
 Thin function views: reads come from ``selectors``, checking the chain from ``timeline``.
-A group the person is not an active member of is 404 whether or not it exists: like
-``GET /artifacts`` (wire.md §4), a page never reveals what a person may not see.
+A group the person is not an active member of is 404 whether or not it exists
+(``access.access_membership``).
 """
 
 from __future__ import annotations
@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
+from apps.ledger.write_path import Caller
+
 from . import selectors, work
+from .access import access_membership
 from .work_views import work_context
 
 _DIGITS = re.compile(r"[0-9]{1,18}")
@@ -22,7 +25,7 @@ _DIGITS = re.compile(r"[0-9]{1,18}")
 
 @login_required
 def group_list(request: HttpRequest) -> HttpResponse:
-    principal = selectors.user_principal(request.user.get_username())
+    principal = Caller.for_user(request.user).principal
     return render(
         request,
         "dashboard/group-list.html",
@@ -41,10 +44,7 @@ def _before(raw: str | None) -> int | None:
 
 @login_required
 def group_detail(request: HttpRequest, group: str) -> HttpResponse:
-    principal = selectors.user_principal(request.user.get_username())
-    membership = selectors.member_group(group, principal)
-    if membership is None:
-        raise Http404("no such group")
+    membership = access_membership(request, group)
     try:
         before = _before(request.GET.get("before"))
     except ValueError:
@@ -56,7 +56,7 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
         {
             # Read after the timeline: the projections are at least as new as its head, and
             # every later event reaches the page over the stream, which refreshes them.
-            **work_context(membership),
+            **work_context(request, membership),
             "group": membership.group,
             "membership": membership,
             "page": page,

@@ -13,41 +13,62 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from apps.ledger import preview
 from apps.ledger.models import Event
+from apps.ledger.write_path import Caller
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
-from missionweave.protocol.workitems import Offer
-from missionweave.protocol.workitems import WorkItem as WorkItemState
+from missionweave.protocol.work.items import Offer
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .execution import Execution, execution_of
 from .timeline import event_family
+from .work_item_cards import Execution, execution_of
 
 #: the group page shows this many missions, newest first
 MISSIONS_SHOWN = 50
 #: event families whose events change what the work sections show (used by the page script)
 LIVE_FAMILIES = ("work", "mission", "approval", "lease", "evidence", "membership")
 #: the WorkItem page also follows usage reconciled from an offline buffer (R11.5-12), whose
-#: event is an extension type (``workitems.USAGE_RECORDED``)
+#: event is an extension type (``budgets.USAGE_RECORDED``)
 ITEM_LIVE_FAMILIES = (*LIVE_FAMILIES, "ext")
+#: the command a page's approval form submits (R10.2-06)
+GRANT_EXECUTION = "approval.grant_execution"
+#: the mission commands a group page offers (R10.2-16, R10.2-18), whatever the mission
+MISSION_COMMANDS = ("mission.approve", "mission.cancel")
 
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who looks at the page: what they may do there decides which forms they see."""
+    """Who looks at the page, and which of the page's mission commands the command table's
+    roles let them issue (``preview.permitted``): that decides which forms they see, and the
+    write path checks it all again when they submit."""
 
-    principal: str
-    roles: tuple[str, ...]
+    caller: Caller
+    may: frozenset[str]
 
     @property
-    def is_mission_owner(self) -> bool:
-        return "mission_owner" in self.roles
+    def principal(self) -> str:
+        return self.caller.principal
+
+    @property
+    def may_approve_missions(self) -> bool:
+        return "mission.approve" in self.may
 
     @property
     def may_end_missions(self) -> bool:
-        """``mission.cancel``'s roles (wire§9); the write path checks them again."""
-        return bool({"mission_owner", "coordinator"} & set(self.roles))
+        return "mission.cancel" in self.may
+
+
+def viewer_of(caller: Caller, group_id: str) -> Viewer:
+    return Viewer(caller, preview.permitted(caller, group_id, MISSION_COMMANDS))
+
+
+def grant_body(item: WorkItemState) -> dict[str, Any]:
+    """What the approval form submits for ``item``: the revision the page shows."""
+    return {"work_item": item.id, "contract_revision": item.revision, "comment": ""}
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,9 @@ class WorkItemView:
     item: WorkItemState
     dependencies: tuple[Dependency, ...]
     viewer: Viewer
+    #: while the item waits for approval: why the write path would refuse the viewer's grant
+    #: (``None``: it would accept it); not asked of items that are not waiting
+    approval_refusal: ProtocolError | None = None
 
     @property
     def approvals_required(self) -> int:
@@ -75,30 +99,22 @@ class WorkItemView:
 
     @property
     def waiting_for_approval(self) -> bool:
-        """Queued, gated (R10.2-06), and short of grants for the current revision."""
-        return (
-            self.item.state == S.QUEUED
-            and self.has_approval_gate
-            and len(self.item.approvals) < self.approvals_required
-        )
+        return is_waiting_for_approval(self.item)
 
     @property
     def approved_by_viewer(self) -> bool:
         return self.viewer.principal in self.item.approvals
 
     @property
-    def asked_by_viewer(self) -> bool:
-        """The proposer or authoriser may not approve their own request (SELF_APPROVAL)."""
-        return self.viewer.principal in (self.item.authorized_by, self.item.proposed_by)
+    def shows_approval_form(self) -> bool:
+        """The item asks for approvals and the protocol core would take this viewer's."""
+        return self.waiting_for_approval and self.approval_refusal is None
 
     @property
-    def shows_approval_form(self) -> bool:
-        return (
-            self.viewer.is_mission_owner
-            and self.waiting_for_approval
-            and not self.approved_by_viewer
-            and not self.asked_by_viewer
-        )
+    def asked_by_viewer(self) -> bool:
+        """A mission owner who asked for the item is refused as SELF_APPROVAL (R10.2-06)."""
+        refusal = self.approval_refusal
+        return refusal is not None and refusal.code == ErrorCode.SELF_APPROVAL
 
     @property
     def current_offers(self) -> tuple[Offer, ...]:
@@ -126,8 +142,8 @@ class MissionWork:
 
     @property
     def shows_approve_form(self) -> bool:
-        """R10.2-16, wire§9: only a mission_owner approves (people are always human here)."""
-        return self.is_active and self.viewer.is_mission_owner
+        """R10.2-16, wire§9: as the command table's roles allow (a human mission_owner)."""
+        return self.is_active and self.viewer.may_approve_missions
 
     @property
     def shows_cancel_form(self) -> bool:
@@ -146,6 +162,20 @@ class GroupWork:
     waiting: tuple[WorkItemView, ...]
 
 
+def is_waiting_for_approval(item: WorkItemState) -> bool:
+    """Queued, gated (R10.2-06), and short of grants for the current revision: the items a
+    page asks mission owners to approve (a further grant would be accepted, but is not
+    asked for)."""
+    needed = approvals_required(item)
+    return item.state == S.QUEUED and needed > 0 and len(item.approvals) < needed
+
+
+def _approval_refusal(group_id: str, item: WorkItemState, viewer: Viewer) -> ProtocolError | None:
+    if not is_waiting_for_approval(item):
+        return None
+    return preview.refusal(viewer.caller, group_id, GRANT_EXECUTION, grant_body(item))
+
+
 def _states_of(group_id: str, ids: set[str]) -> dict[str, str]:
     if not ids:
         return {}
@@ -157,9 +187,16 @@ def _states_of(group_id: str, ids: set[str]) -> dict[str, str]:
 
 
 def _views(
-    group_id: str, items: list[WorkItemState], viewer: Viewer, known: dict[str, str]
+    group_id: str,
+    items: list[WorkItemState],
+    viewer: Viewer,
+    known: dict[str, str],
+    *,
+    with_approval: bool = False,
 ) -> list[WorkItemView]:
-    """Wrap ``items``, reading the states of dependencies that ``known`` does not hold."""
+    """Wrap ``items``, reading the states of dependencies that ``known`` does not hold;
+    ``with_approval`` previews the viewer's grant of each item waiting for approval (a few
+    reads each, so only for the sections that show the form)."""
     missing = {dep for item in items for dep in item.depends_on if dep not in known}
     states = {**known, **_states_of(group_id, missing)}
     return [
@@ -167,6 +204,7 @@ def _views(
             item=item,
             dependencies=tuple(Dependency(dep, states.get(dep)) for dep in item.depends_on),
             viewer=viewer,
+            approval_refusal=_approval_refusal(group_id, item, viewer) if with_approval else None,
         )
         for item in items
     ]
@@ -210,8 +248,8 @@ def waiting_for_approval(group_id: str, *, viewer: Viewer) -> list[WorkItemView]
         state=S.QUEUED,
         data__contract__risk__requires_execution_approval=True,
     ).order_by("id")
-    views = _views(group_id, [row.to_state() for row in rows], viewer, {})
-    return [view for view in views if view.waiting_for_approval]
+    items = [item for item in (row.to_state() for row in rows) if is_waiting_for_approval(item)]
+    return _views(group_id, items, viewer, {}, with_approval=True)
 
 
 # --- one WorkItem ------------------------------------------------------------------------
@@ -274,7 +312,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
     if row is None:
         return None
     item = row.to_state()
-    view = _views(group_id, [item], viewer, {})[0]
+    view = _views(group_id, [item], viewer, {}, with_approval=True)[0]
     # filtered here, not with a JSON ``__contains`` lookup: SQLite (the demo) has none
     dependents = [
         (other, state)

@@ -10,7 +10,8 @@ function parseWireTime(text) {
   return Date.parse(String(text).replace(/\.(\d{3})\d*Z$/, ".$1Z"));
 }
 
-// The same words as apps/dashboard/execution.py remaining_text(): whole seconds, rounded up.
+// The one place the words are written (the server renders the target, never the words):
+// whole seconds, rounded up, so "0 s left" never shows while time remains.
 export function remainingText(ms) {
   const left = Math.ceil(ms / 1000);
   const hours = Math.floor(left / 3600);

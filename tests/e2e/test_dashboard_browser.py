@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from playwright.sync_api import Page, expect
 
 from apps.ledger.models import Event
@@ -102,8 +103,7 @@ def test_a_member_sees_the_verified_timeline_and_new_events_arrive_live(
     expect(payload).to_be_visible()
     expect(payload).to_contain_text('"principal": "user:olga"')
 
-    connection = page.locator("#connection-status")
-    expect(connection).to_have_attribute("data-state", "live")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
 
     sequence = append_mission(people.world)
     newest = events.first
@@ -188,8 +188,6 @@ def test_the_page_reconnects_and_resumes_after_the_last_event_it_saw(
     """wire§7, R16-09, R16-03: when the server goes away the page says so and retries with
     backoff; once it is back, the page resubscribes after the last sequence it saw and the
     event appended meanwhile arrives once, verified against its predecessor."""
-    from django.db import connection
-
     database = connection.settings_dict["NAME"]
     prefix = f"mwp-test-{worker_id}-reconnect"
     with run_live_server(database_name=database, channel_prefix=prefix) as first:

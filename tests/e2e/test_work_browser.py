@@ -152,6 +152,22 @@ def test_the_work_item_page_follows_its_item_live(
     page.screenshot(path=SCREENSHOTS / "work-item-page.png", full_page=True)
 
 
+def test_the_countdown_words_are_written_by_the_browser_script_alone(
+    live_asgi_server: LiveServer, page: Page
+) -> None:
+    """The server renders a countdown's target, never the time left (which would go stale):
+    ``countdown.js`` writes the words, in whole seconds rounded up, so "0 s left" never shows
+    while time remains."""
+    page.goto(f"{live_asgi_server.url}/login/")
+    words = page.evaluate(
+        """async () => {
+            const { remainingText } = await import("/static/dashboard/countdown.js");
+            return [200, 59_000, 61_000, 3_600_000].map(remainingText);
+        }"""
+    )
+    assert words == ["1 s left", "59 s left", "1 min 1 s left", "1 h 0 min left"]
+
+
 def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_live(
     work: Work, live_asgi_server: LiveServer, page: Page
 ) -> None:

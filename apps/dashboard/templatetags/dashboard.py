@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from apps.dashboard.commands import new_command_id
+from apps.dashboard.actions import new_command_id
 from apps.dashboard.timeline import event_family
 from missionweave.protocol.timefmt import parse_timestamp
 

@@ -1,7 +1,7 @@
-"""What a WorkItem page shows about execution over time: the current lease with its expiry
-counting down, the closed leases and how each ended, the budgets of the item and of every
-mission a charge reaches, late results kept for audit, reassignments, a retry waiting for its
-backoff and the last checkpoint.
+"""The WorkItem page's lease, budget and late-result cards: what the page shows about
+execution over time — the current lease with its expiry, the closed leases and how each
+ended, the budgets of the item and of every mission a charge reaches, late results kept for
+audit, reassignments, a retry waiting for its backoff and the last checkpoint.
 
 All of it comes from the projections the write path keeps in the same transaction as the
 events: the WorkItem row (``lease``, ``lease_history``, ``late_result_log``, ``retry_at``,
@@ -12,7 +12,6 @@ anything: a countdown that reaches zero says "expired", but only the authority's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,11 +23,11 @@ from apps.work.models import Mission
 from missionweave.protocol import budgets as budget_rules
 from missionweave.protocol import states as S
 from missionweave.protocol.facts import StateKey
-from missionweave.protocol.missions import Mission as MissionState
+from missionweave.protocol.missions.model import Mission as MissionState
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.validation import BUDGET_DIMENSIONS
-from missionweave.protocol.workitems import Lease
-from missionweave.protocol.workitems import WorkItem as WorkItemState
+from missionweave.protocol.work.items import Lease
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 
 def _now() -> datetime:
@@ -39,28 +38,15 @@ def _now() -> datetime:
 # --- countdowns ----------------------------------------------------------------------------
 
 
-def remaining_text(seconds: float) -> str:
-    """``"4 min 59 s left"``: the words ``static/dashboard/countdown.js`` writes too.
-
-    Whole seconds rounded up, so "0 s left" never shows while time remains.
-    """
-    left = math.ceil(seconds)
-    hours, rest = divmod(left, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes} min left"
-    if minutes:
-        return f"{minutes} min {secs} s left"
-    return f"{secs} s left"
-
-
 @dataclass(frozen=True)
 class Countdown:
     """A time the browser counts down to.
 
-    The page carries the target and the server's clock at rendering, so the script can
-    correct for a browser clock that is off; ``text`` is what a page read without scripts
-    shows.
+    ``static/dashboard/countdown.js`` alone writes the words ("4 min 59 s left") and ticks
+    them; the page carries the target and the server's clock at rendering, so the script
+    can correct for a browser clock that is off. Read without scripts, the page shows the
+    absolute time beside it, and ``passed_text`` once the target was behind at rendering —
+    both stay true, where remaining time written by the server would go stale.
     """
 
     target: str  # a wire.md timestamp
@@ -72,16 +58,8 @@ class Countdown:
         return format_timestamp(self.now)
 
     @property
-    def seconds_left(self) -> float:
-        return (parse_timestamp(self.target) - self.now).total_seconds()
-
-    @property
     def passed(self) -> bool:
-        return self.seconds_left <= 0
-
-    @property
-    def text(self) -> str:
-        return self.passed_text if self.passed else remaining_text(self.seconds_left)
+        return parse_timestamp(self.target) <= self.now
 
 
 # --- budgets -------------------------------------------------------------------------------

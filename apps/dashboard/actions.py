@@ -1,0 +1,90 @@
+"""The one way a dashboard form becomes a command: check the form, submit it as the person
+through the one write path, show the refusal or the confirmation, and go back.
+
+Every decision (membership, role, idempotency, the command's own rules) is the write
+path's; the form only shapes what the person typed. A refusal is shown as people read it —
+the wire.md §8 code, why, and the rule's R-ID — and nothing is appended. Success and
+refusal both redirect back (post/redirect/get), only ever to a page of this site.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from apps.ledger.write_path import Caller, Outcome, submit_as_human
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.identifiers import is_id
+
+from .access import access_membership
+
+
+def new_command_id() -> str:
+    """A fresh command id. Forms carry one from the page that showed them, so a resubmitted
+    form (a double click, the back button) is an idempotent replay, not a second command."""
+    return f"dash-{secrets.token_hex(12)}"
+
+
+def submit_form(
+    request: HttpRequest,
+    group: str,
+    *,
+    form: forms.Form,
+    what: str,
+    type_: str,
+    body: Callable[[dict[str, Any]], dict[str, Any]],
+    confirm: Callable[[dict[str, Any], Outcome], str],
+) -> HttpResponseRedirect:
+    """Submit ``type_`` to ``group`` as the signed-in person, with the ``body`` built from
+    the valid ``form`` (``what`` names it in the MALFORMED refusal of an incomplete one), and
+    flash ``confirm(body, outcome)`` once accepted.
+
+    The command id is the one the page minted (wire§3 step 5): a resubmitted form is
+    replayed, not repeated. Non-members get 404, as on every page of the group.
+    """
+    access_membership(request, group)
+    back = HttpResponseRedirect(_return_to(request, reverse("dashboard:group", args=[group])))
+    if not form.is_valid():
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        show_refusal(
+            request,
+            ProtocolError(ErrorCode.MALFORMED, f"the {what} form was incomplete: {problems}"),
+        )
+        return back
+    command_id = form.cleaned_data.get("command_id")
+    submitted = body(form.cleaned_data)
+    try:
+        outcome = submit_as_human(
+            caller=Caller.for_user(request.user),
+            group_id=group,
+            type_=type_,
+            body=submitted,
+            command_id=command_id if is_id(command_id) else new_command_id(),
+        )
+    except ProtocolError as error:
+        show_refusal(request, error)
+        return back
+    messages.success(request, confirm(submitted, outcome))
+    return back
+
+
+def show_refusal(request: HttpRequest, error: ProtocolError) -> None:
+    """A refusal as people read it: the wire.md §8 code (the message's tag), why, the rule."""
+    messages.error(request, f"{error.message} ({error.requirement})", extra_tags=error.code.value)
+
+
+def _return_to(request: HttpRequest, default: str) -> str:
+    """The form's ``next`` if it is a page of this site, else ``default`` (no open redirect)."""
+    target = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default

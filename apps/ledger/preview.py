@@ -1,0 +1,89 @@
+"""Would the write path accept this person's command? Asked without writing anything.
+
+A screen that offers a form (grant an execution approval, end a mission) must not decide
+for itself who may: it would drift from the protocol core the first time a rule changes.
+It asks here instead, and this module runs the questions :mod:`apps.ledger.write_path` asks
+for the same person and body — membership, role and epoch (``authorize``), the body's shape
+(``spec.validate``) and the command's own rules (``decide``, on the aggregates
+``spec.keys`` names) — with none of its effects: no head lock, no append, no projection or
+idempotency record, no broadcast.
+
+Without the lock the answer is as of the read: a command submitted a moment later may still
+be refused (someone else approved first), and the write path then says why. A preview is a
+reason to show a form, never a permission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from missionweave.protocol.authorization import authorize
+from missionweave.protocol.commands import COMMANDS, PUBLIC_COMMAND_TYPES, CommandSpec
+from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.memberships import Membership, membership_key
+
+from .head import authority_now
+from .projections import load_view
+from .write_path import Caller, human_document, judge, verify
+
+#: the command id of a previewed command: never recorded, so it meets no idempotency record
+PREVIEW_COMMAND_ID = "preview"
+
+
+def refusal(
+    caller: Caller, group_id: str, type_: str, body: dict[str, Any]
+) -> ProtocolError | None:
+    """Why the write path would refuse ``type_`` with ``body`` from ``caller`` now, or
+    ``None`` if it would accept it.
+
+    The same envelope ``submit_as_human`` builds goes through the write path's own
+    ``verify`` and ``judge`` (wire.md §3 steps 2–9 and decide), without the lock and without
+    steps 5–6 (idempotency, agent sessions), which a person's fresh command always passes.
+    Only a person's commands to their own group are previewed (``ValueError`` otherwise).
+    """
+    _previewable(caller, type_)
+    document = human_document(
+        caller=caller, group_id=group_id, type_=type_, body=body, command_id=PREVIEW_COMMAND_ID
+    )
+    try:
+        verified = verify(group_id, document, caller, admin=False)
+        judge(group_id, verified, caller, now=authority_now())
+    except ProtocolError as refused:
+        return refused
+    return None
+
+
+def would_accept(caller: Caller, group_id: str, type_: str, body: dict[str, Any]) -> bool:
+    """Whether :func:`refusal` finds nothing to refuse."""
+    return refusal(caller, group_id, type_, body) is None
+
+
+def permitted(caller: Caller, group_id: str, types: Iterable[str]) -> frozenset[str]:
+    """The command types among ``types`` that ``caller``'s membership may issue now: the
+    command table's roles and human-only flag, judged by ``authorize`` as the write path
+    judges them (wire.md §3 steps 7–8), whatever the body. One membership read for all."""
+    key = membership_key(caller.principal)
+    membership = load_view(group_id, [key])[key]
+    allowed = set()
+    for type_ in types:
+        try:
+            _authorize(_previewable(caller, type_), membership, caller)
+        except ProtocolError:
+            continue
+        allowed.add(type_)
+    return frozenset(allowed)
+
+
+def _previewable(caller: Caller, type_: str) -> CommandSpec:
+    spec = COMMANDS[type_]
+    if caller.kind != "user" or type_ not in PUBLIC_COMMAND_TYPES or spec.other_groups:
+        raise ValueError(f"{type_} from {caller.principal} is not previewed")
+    return spec
+
+
+def _authorize(spec: CommandSpec, membership: Membership | None, caller: Caller) -> None:
+    """``authorize`` with the epoch ``submit_as_human`` puts in a person's envelope: their
+    current one, so a preview is never refused as STALE_MEMBERSHIP."""
+    epoch = membership.epoch if membership is not None and membership.active else 0
+    authorize(spec, membership, actor=caller.principal, membership_epoch=epoch)

@@ -317,22 +317,15 @@ def _result_accepted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     return replace(item, state=S.VERIFIED)
 
 
-@evolves("work.failed", aggregate=WORK_ITEM)
-def _failed(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
-    return replace(
-        item,
-        state=S.FAILED,
-        lease=_close_lease(item, "revoked", fact),
-        start_deadline=None,
-        retry_at=None,
-    )
+_ENDED = {"work.failed": S.FAILED, "work.cancelled": S.CANCELLED}
 
 
-@evolves("work.cancelled", aggregate=WORK_ITEM)
-def _cancelled(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+@evolves(*_ENDED, aggregate=WORK_ITEM)
+def _ended(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """A terminal state: the lease is revoked and nothing waits for a deadline or a retry."""
     return replace(
         item,
-        state=S.CANCELLED,
+        state=_ENDED[fact.type],
         lease=_close_lease(item, "revoked", fact),
         start_deadline=None,
         retry_at=None,

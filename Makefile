@@ -12,14 +12,16 @@ PY := $(VENV)/bin/python
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/missionweave
 REDIS_URL ?= redis://127.0.0.1:6379/0
 SERVER_ENV := DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL)
-# Two workers, one test file per worker at a time (module fixtures stay on one worker).
-PYTEST_ARGS ?= -n 2 --dist loadfile --timeout 300
+# Two workers, one test file per worker at a time (module fixtures stay on one worker), in
+# collection order: tests/conftest.py puts the long proofs first so both workers share them.
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --timeout 300
 
-.PHONY: help demo test check lint format bench docs bootstrap services chromium clean distclean
+.PHONY: help demo test proofs check lint format bench docs bootstrap services chromium clean distclean
 
 help:
 	@echo "make demo   seed live demo data and serve it on http://127.0.0.1:8000 (SQLite, no servers)"
 	@echo "make test   lint, migration and schema checks, the whole suite on PostgreSQL + Redis"
+	@echo "make proofs the long proofs (contention, load, long property runs) at full size"
 	@echo "make lint   ruff check, ruff format --check and the import layers (lint-imports)"
 	@echo "make format ruff format and ruff check --fix"
 	@echo "make check  makemigrations --check and the OpenAPI schema validation"
@@ -59,6 +61,10 @@ check: bootstrap
 
 test: bootstrap services chromium lint check
 	$(SERVER_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The tests marked `proof` at full size (tests/proofs.py); `make test` runs them on a sample.
+proofs: bootstrap services chromium
+	MWP_PROOFS=full $(SERVER_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS) --timeout 1800 -m proof
 
 # docs/conformance.md is generated: rerun after citing an R-ID in code or a test.
 docs: bootstrap

@@ -25,9 +25,11 @@ from apps.ledger.models import CommandRecord, Event, GroupLog
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.registry import services
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from tests import factories
+from tests import factories, proofs
 from tests.factories import AgentPersona, HumanPersona
 from tests.ledger.checks import assert_log_consistent
+
+pytestmark = pytest.mark.proof
 
 PRINCIPALS = ("a0", "a1", "olga")
 MISSIONS = ("m0", "m1", "m2", "m3")
@@ -330,7 +332,7 @@ def cast(db) -> tuple[str, HumanPersona, dict[str, AgentPersona | HumanPersona]]
 
 
 @settings(
-    max_examples=500,
+    max_examples=proofs.size(sample=200, full=500),
     deadline=None,
     database=None,
     phases=[Phase.explicit, Phase.generate, Phase.shrink],  # "explain" costs minutes

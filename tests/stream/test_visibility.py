@@ -1,5 +1,6 @@
-"""Must hold: a writer holding sequence N open while N+1 is submitted, 1,000 times —
-no reader, cursor or ACK ever passes N before N is visible.
+"""Must hold: a writer holding sequence N open while N+1 is submitted, 1,000 times (a sample
+of 250 in ``make test``: tests/proofs.py) — no reader, cursor or ACK ever passes N before N is
+visible.
 
 Everything is real: two writer threads with their own PostgreSQL connections going through the
 one write path, a daphne process serving the stream and the REST API, sockets and HTTP from
@@ -23,14 +24,15 @@ from django.db import connection
 
 from apps.ledger.broadcast import announce_head
 from apps.ledger.write_path import Outcome
+from tests import proofs
 from tests.factories import World, build_world, mission_body
 from tests.live_server import LiveServer
 from tests.stream.visibility_helpers import StreamSocket, Writer, hold_open, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.proof]
 
-ROUNDS = 1000
-# Every PROBE_EVERY-th round a new socket also subscribes while N is open (100 of them): its
+ROUNDS = proofs.size(sample=250, full=1000)
+# Every PROBE_EVERY-th round a new socket also subscribes while N is open (1 in 10): its
 # replay is a read of the log made during the hold, and it must stop at N-1.
 PROBE_EVERY = 10
 WAIT_S = 10.0  # generous: only a failure ever waits this long

@@ -49,7 +49,7 @@ from missionweave.protocol.missions.model import Mission
 from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.dependencies import GRAPH_KEY
 from missionweave.protocol.work.items import WorkItem
-from tests import factories
+from tests import factories, proofs
 from tests.factories import AgentPersona, HumanPersona, mission_body, now_text
 from tests.ledger.checks import assert_log_consistent
 from tests.work.lifecycle import (
@@ -77,6 +77,8 @@ from tests.work.lifecycle import (
     owner_precedence,
     predict_accept,
 )
+
+pytestmark = pytest.mark.proof
 
 ITEMS = ("wi-a", "wi-b", "wi-c", "wi-d", "wi-e")
 CHILD_MISSIONS = ("cm1", "cm2", "cm3")
@@ -1069,7 +1071,7 @@ def test_the_workitem_lifecycle_never_reaches_an_illegal_state_and_projections_m
     run_state_machine_as_test(
         Lifecycle,
         settings=settings(
-            max_examples=80,
+            max_examples=proofs.size(sample=30, full=80),
             stateful_step_count=50,
             deadline=None,
             database=None,

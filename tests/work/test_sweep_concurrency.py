@@ -39,7 +39,7 @@ from tests.work.lifecycle import submit
 ITEMS = 1000
 GROUPS = 4
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.proof]
 
 
 def _events_by_item(groups: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:

@@ -41,7 +41,7 @@ from tests.work.lifecycle import contract, offer_body, offer_entry, submit
 
 __all__ = ["live_asgi_server"]
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.proof]
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 AGENT_SCRIPT = Path(__file__).resolve().parent / "late_agent.py"

@@ -1,8 +1,9 @@
 """Urgent offers under real contention on PostgreSQL (R10.3-04..06, R10.2-03, R10.2-04).
 
-1,000 trials: in each, 2, 4, 8 or 16 workers hold their own offer of the same urgent
-``work.offer`` and send ``work.accept_offer`` at the same moment (a barrier releases them
-together, each from its own thread and database connection). The head-row lock serialises
+1,000 trials (a sample of 240 in ``make test``: tests/proofs.py): in each, 2, 4, 8 or 16
+workers hold their own offer of the same urgent ``work.offer`` and send
+``work.accept_offer`` at the same moment (a barrier releases them together, each from its own
+thread and database connection). The head-row lock serialises
 them; the first valid acceptance must win a new ownership epoch and withdraw every other
 open offer in the same command, and every loser must then be refused ``OFFER_WITHDRAWN`` —
 even one that was sent before the withdrawal was appended.
@@ -28,7 +29,7 @@ from django.db import connection
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.work.models import WorkItem
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from tests import factories
+from tests import factories, proofs
 from tests.factories import AgentPersona, mission_body
 from tests.ledger.checks import assert_log_consistent, event_documents
 from tests.ledger.concurrency import run_in_threads
@@ -36,10 +37,12 @@ from tests.work.lifecycle import attempt, contract, evidence, offer_body, offer_
 
 WORKERS = 16
 GROUPS = 4
-ITEMS = 500  # each raced twice: 1,000 trials
+ITEMS = proofs.size(sample=120, full=500)  # each raced twice: 1,000 trials at full size
 COUNTS = (2, 4, 8, 16)
 BATCH = 100  # setup commands per submit_batch
 BARRIER_TIMEOUT = 120.0
+
+pytestmark = pytest.mark.proof
 
 Result = Outcome | ProtocolError
 
@@ -253,7 +256,7 @@ def _check_round(
 
 @pytest.mark.django_db(transaction=True)
 def test_exactly_one_of_up_to_16_concurrent_acceptances_wins_an_urgent_offer() -> None:
-    """R10.3-05, R10.3-06, R10.2-04, wire§6: 1,000 trials of 2–16 workers accepting the same
+    """R10.3-05, R10.3-06, R10.2-04, wire§6: 2 x ITEMS trials of 2–16 workers accepting the same
     urgent offer at once: one winner with ownership epoch previous + 1, every other offer
     withdrawn in the winner's command, every loser refused OFFER_WITHDRAWN, the projection
     owned by the winner, the logs gapless and chained and equal to a rebuild."""

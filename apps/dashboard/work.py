@@ -19,6 +19,7 @@ from apps.ledger.write_path import Caller
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import Offer
@@ -62,8 +63,9 @@ class Viewer:
         return "mission.cancel" in self.may
 
 
-def viewer_of(caller: Caller, group_id: str) -> Viewer:
-    return Viewer(caller, preview.permitted(caller, group_id, MISSION_COMMANDS))
+def viewer_of(caller: Caller, membership: MembershipState) -> Viewer:
+    """The viewer whose active ``membership`` the page has read (``access_membership``)."""
+    return Viewer(caller, preview.permitted_by(caller, membership, MISSION_COMMANDS))
 
 
 def grant_body(item: WorkItemState) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from .forms import GrantExecutionForm
 
 
 def _viewer(request: HttpRequest, membership: Membership) -> work.Viewer:
-    return work.viewer_of(Caller.for_user(request.user), membership.group_id)
+    return work.viewer_of(Caller.for_user(request.user), membership.to_state())
 
 
 def work_context(request: HttpRequest, membership: Membership) -> dict[str, object]:

@@ -21,7 +21,7 @@ from typing import Any
 from missionweave.protocol.authorization import authorize
 from missionweave.protocol.commands import COMMANDS, PUBLIC_COMMAND_TYPES, CommandSpec
 from missionweave.protocol.errors import ProtocolError
-from missionweave.protocol.memberships import Membership, membership_key
+from missionweave.protocol.memberships import Membership, current_epoch, membership_key
 
 from .head import authority_now
 from .projections import load_view
@@ -60,11 +60,19 @@ def would_accept(caller: Caller, group_id: str, type_: str, body: dict[str, Any]
 
 
 def permitted(caller: Caller, group_id: str, types: Iterable[str]) -> frozenset[str]:
-    """The command types among ``types`` that ``caller``'s membership may issue now: the
-    command table's roles and human-only flag, judged by ``authorize`` as the write path
-    judges them (wire.md §3 steps 7–8), whatever the body. One membership read for all."""
+    """The command types among ``types`` that ``caller``'s membership of ``group_id`` may
+    issue now (:func:`permitted_by`, after one read of the membership)."""
     key = membership_key(caller.principal)
-    membership = load_view(group_id, [key])[key]
+    return permitted_by(caller, load_view(group_id, [key])[key], types)
+
+
+def permitted_by(
+    caller: Caller, membership: Membership | None, types: Iterable[str]
+) -> frozenset[str]:
+    """The command types among ``types`` that ``membership`` lets ``caller`` issue: the
+    command table's roles and human-only flag, judged by ``authorize`` as the write path
+    judges them (wire.md §3 steps 7–8), whatever the body. A page that has read the
+    membership already asks this, without reading it again."""
     allowed = set()
     for type_ in types:
         try:
@@ -85,5 +93,4 @@ def _previewable(caller: Caller, type_: str) -> CommandSpec:
 def _authorize(spec: CommandSpec, membership: Membership | None, caller: Caller) -> None:
     """``authorize`` with the epoch ``submit_as_human`` puts in a person's envelope: their
     current one, so a preview is never refused as STALE_MEMBERSHIP."""
-    epoch = membership.epoch if membership is not None and membership.active else 0
-    authorize(spec, membership, actor=caller.principal, membership_epoch=epoch)
+    authorize(spec, membership, actor=caller.principal, membership_epoch=current_epoch(membership))

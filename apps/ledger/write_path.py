@@ -42,7 +42,7 @@ from missionweave.protocol.envelope import (
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.facts import Command, Decision, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY, user_principal, username_of
-from missionweave.protocol.memberships import membership_key
+from missionweave.protocol.memberships import current_epoch, membership_key
 
 from . import agents, capabilities, outbox
 from . import head as heads
@@ -155,8 +155,7 @@ def human_document(
     epoch = 0
     if not admin:
         key = membership_key(caller.principal)
-        membership = load_view(group_id, [key])[key]
-        epoch = membership.epoch if membership is not None and membership.active else 0
+        epoch = current_epoch(load_view(group_id, [key])[key])
     return human_envelope(
         command_id=command_id,
         type_=type_,

@@ -41,6 +41,12 @@ def membership_key(principal: str) -> StateKey:
     return ("membership", principal)
 
 
+def current_epoch(membership: Membership | None) -> int:
+    """The membership epoch a member's next command carries (wire.md §2): its current one, or
+    0 without an active membership, which the authority answers NOT_A_MEMBER."""
+    return membership.epoch if membership is not None and membership.active else 0
+
+
 def check_roles(value: object, path: str = "$.roles") -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
         raise malformed("roles is a non-empty list", path, "wire§2")

@@ -64,6 +64,9 @@ GROUPS = 4
 WRITERS = 8
 SUBSCRIBERS = 50
 EVENTS = proofs.size(sample=2_000, full=10_000)  # a multiple of WRITERS
+#: the pause between two dropped sockets: 10–60 ms at 10,000 events, shorter in proportion in
+#: a sample, so that every size drops about as many sockets per event written
+DROP_PAUSE_S = (0.01 * EVENTS / 10_000, 0.06 * EVENTS / 10_000)
 #: the cursor files live in memory: what is measured here is delivery, not fsync
 CAPACITY_FIVE = {"MWP_CHANNEL_LAYER": "core", "MWP_CHANNEL_CAPACITY": "5"}
 STORE_DIR = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
@@ -246,10 +249,10 @@ def _deliver_under_load(
         return run
 
     def chaos() -> None:
-        """Drop a random subscriber's socket every few tens of milliseconds."""
+        """Drop a random subscriber's socket every few milliseconds (``DROP_PAUSE_S``)."""
         chooser = random.Random(1729)
         while writing.is_set():
-            time.sleep(chooser.uniform(0.01, 0.06))
+            time.sleep(chooser.uniform(*DROP_PAUSE_S))
             chooser.choice(readers).follower.disconnect()
 
     followers = _run_in_threads(
@@ -295,6 +298,7 @@ def _deliver_under_load(
             start = reader.follower.subscribed[key]
             assert sequences == list(range(start + 1, start + 1 + len(sequences))), key
     reconnects = sum(reader.follower.connections - 1 for reader in readers)
+    print(f"\n{EVENTS} events, {reconnects} reconnects of {SUBSCRIBERS} subscribers")
     assert reconnects >= SUBSCRIBERS, "the chaos thread did not exercise reconnects"
 
     # wire.md §7: revoked and non-members receive nothing they may not read

@@ -18,6 +18,11 @@ measures section 8 (replaying a 1,000,000-event group over the stream and REST) 
 database ``BENCH_REPLAY_DATABASE_URL`` (default ``mw_bench_replay``), built once and reused
 while it checks out. Each replaces only its section; a full run keeps both as they were.
 Their raw figures go to ``var/benchmarks/stream.json`` and ``replay.json``.
+
+``--only artifacts`` measures section 9 (a 100 MiB artifact uploaded and downloaded through
+uvicorn, against ``sha256sum`` of the same file) in its own database
+``BENCH_ARTIFACTS_DATABASE_URL`` (default ``mw_bench_artifacts``); raw figures go to
+``var/benchmarks/artifacts.json``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import django
 from .config import BenchConfig, load_config
 
 REPLAY_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_replay"
+ARTIFACTS_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_artifacts"
 
 #: the module that runs each choice of ``--only`` (``None``: the full run). Each imports the
 #: project's models, which exist only once Django is set up for the database it measures, so
@@ -42,6 +48,7 @@ RUNS = {
     "sweep": "benchmarks.run_sweep",
     "stream": "benchmarks.run_stream",
     "replay": "benchmarks.run_stream",
+    "artifacts": "benchmarks.artifacts",
 }
 
 
@@ -76,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         default = REPLAY_DATABASE_URL + ("_quick" if args.quick else "")  # never the big one
         replay_url = os.environ.get("BENCH_REPLAY_DATABASE_URL", default)
         config = dataclasses.replace(config, database_url=replay_url)
+    if args.only == "artifacts":  # its own database: it never resets the main benchmark's
+        artifacts_url = os.environ.get("BENCH_ARTIFACTS_DATABASE_URL", ARTIFACTS_DATABASE_URL)
+        config = dataclasses.replace(config, database_url=artifacts_url)
     _setup_django(config)
 
     config.output.parent.mkdir(parents=True, exist_ok=True)

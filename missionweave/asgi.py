@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP (API, dashboard) and the websocket stream ``/ws/v1/stream``."""
+"""ASGI entry point: HTTP (API, dashboard) and the websocket stream ``/ws/v1/stream``.
+
+``/api/v1/artifacts/`` is answered ahead of Django by ``apps.artifacts.asgi``, which reads an
+upload's body as it arrives; serve with uvicorn for that to stream (daphne, like Django's own
+handler, reads a whole body before the application runs).
+"""
 
 from __future__ import annotations
 
@@ -12,14 +17,17 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from apps.artifacts.asgi import mount_artifacts  # noqa: E402
 from apps.stream.auth import StreamAuthMiddleware  # noqa: E402
 from apps.stream.consumers import StreamConsumer  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": StreamAuthMiddleware(
-            URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
-        ),
-    }
+application = mount_artifacts(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": StreamAuthMiddleware(
+                URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
+            ),
+        }
+    )
 )

@@ -27,6 +27,9 @@ def local_dirs(settings: Any) -> list[Path]:
     options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
     folders += [Path(options[name]) for name in _BROKER_FOLDERS if name in options]
     folders.append(Path(settings.CELERY_BEAT_SCHEDULE_FILENAME).parent)
+    # Uploads are spooled under the artifact folder whichever storage keeps the objects
+    # (apps/artifacts/storage/), so it is made for S3 too.
+    folders.append(Path(settings.MWP_ARTIFACT_DIR))
     return list(dict.fromkeys(folders))
 
 

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "channels",
     "missionweave",
     "apps.registry",
+    "apps.artifacts",
     "apps.ledger",
     "apps.work",
     "apps.api",
@@ -222,6 +223,31 @@ MWP_STREAM_POLL_S = float(os.environ.get("MWP_STREAM_POLL_S", "0.5"))
 # Browser websockets must come from these origins (wire.md §7).
 MWP_STREAM_ALLOWED_ORIGINS = _list("MWP_STREAM_ALLOWED_ORIGINS", ",".join(CSRF_TRUSTED_ORIGINS))
 
+# --- artifacts (R13.1) ---------------------------------------------------------------
+# Content-addressed bytes live outside every log (R13.1-02): on the local filesystem (the
+# default, under MWP_ARTIFACT_DIR) or in an S3-compatible bucket. Either way uploads are
+# spooled under MWP_ARTIFACT_DIR/tmp while they are hashed. S3 credentials come from the
+# usual AWS_* environment variables (boto3's chain). apps/artifacts/ reads these at use time.
+MWP_ARTIFACT_STORAGE = os.environ.get("MWP_ARTIFACT_STORAGE", "filesystem")  # or "s3"
+MWP_ARTIFACT_DIR = Path(os.environ.get("MWP_ARTIFACT_DIR") or VAR_DIR / "artifacts")
+MWP_ARTIFACT_S3_BUCKET = os.environ.get("MWP_ARTIFACT_S3_BUCKET", "")
+MWP_ARTIFACT_S3_ENDPOINT_URL = os.environ.get("MWP_ARTIFACT_S3_ENDPOINT_URL", "")
+MWP_ARTIFACT_S3_REGION = os.environ.get("MWP_ARTIFACT_S3_REGION", "")
+# wire.md §1: an artifact is at most 100 MiB unless configured otherwise (TOO_LARGE).
+MWP_ARTIFACT_MAX_BYTES = int(os.environ.get("MWP_ARTIFACT_MAX_BYTES") or 100 * 1024 * 1024)
+# A read is verified before a byte is sent (R13.1-05): objects up to this size are read into
+# memory once; larger ones are hashed in a first pass and streamed in a second.
+MWP_ARTIFACT_VERIFY_IN_MEMORY_BYTES = int(
+    os.environ.get("MWP_ARTIFACT_VERIFY_IN_MEMORY_BYTES") or 8 * 1024 * 1024
+)
+# Garbage collection (apps/artifacts/collection.py): a blob no group's log references and
+# nobody uploaded for MWP_ARTIFACT_GC_AGE_S seconds. Beat runs it every
+# MWP_ARTIFACT_GC_INTERVAL_S seconds as a dry run, deleting only when MWP_ARTIFACT_GC_APPLY.
+MWP_ARTIFACT_GC_AGE_S = float(os.environ.get("MWP_ARTIFACT_GC_AGE_S") or 7 * 24 * 3600)
+MWP_ARTIFACT_GC_INTERVAL_S = float(os.environ.get("MWP_ARTIFACT_GC_INTERVAL_S") or 3600)
+MWP_ARTIFACT_GC_APPLY = _flag("MWP_ARTIFACT_GC_APPLY", False)
+# --- end artifacts -----------------------------------------------------------------------
+
 # --- Celery ------------------------------------------------------------------------------
 # Time-driven sweeps (offer and lease expiry, deadlines) run in Celery workers, put on the
 # queue by ONE beat on a fixed interval. A sweep is periodic and conditional: it applies what
@@ -308,6 +334,13 @@ CELERY_BEAT_SCHEDULE = {
         # does not wake up to a backlog of identical sweeps.
         "options": {"expires": max(60.0, 10 * MWP_SWEEP_INTERVAL_S)},
     },
+    # Submissions whose review still owes the authority's evidence (apps/work/reviews.py,
+    # R13.2-03): the hint after commit usually got there first; this finds what it missed.
+    "review-submissions": {
+        "task": "apps.work.tasks.review_submissions",
+        "schedule": MWP_SWEEP_INTERVAL_S,
+        "options": {"expires": max(60.0, 10 * MWP_SWEEP_INTERVAL_S)},
+    },
     # Cross-group follow-ups a crash left in the outbox (apps/ledger/follow_ups.py).
     "resend-follow-ups": {
         "task": "apps.ledger.tasks.resend_follow_ups",
@@ -326,6 +359,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.ledger.tasks.archive_groups",
         "schedule": MWP_ARCHIVE_INTERVAL_S,
         "options": {"expires": max(60.0, MWP_ARCHIVE_INTERVAL_S)},
+    },
+    # Unreferenced artifacts (apps/artifacts/collection.py): a dry run that only reports
+    # unless MWP_ARTIFACT_GC_APPLY; a late run is superseded, a doubled one finds less to do.
+    "collect-artifacts": {
+        "task": "apps.artifacts.tasks.collect_artifacts",
+        "schedule": MWP_ARTIFACT_GC_INTERVAL_S,
+        "options": {"expires": max(60.0, MWP_ARTIFACT_GC_INTERVAL_S)},
     },
 }
 # --- end Celery --------------------------------------------------------------------------

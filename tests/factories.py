@@ -13,11 +13,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from apps.artifacts.services import artifact_store
 from apps.ledger.write_path import Caller
 from apps.registry import services
 from apps.work import sessions
-from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.canonical import canonical_bytes, sha256_digest
 from missionweave.protocol.envelope import signed_envelope
+from missionweave.protocol.examples import INCIDENT_REPORTS
 from missionweave.protocol.identifiers import agent_principal, user_principal
 from missionweave.protocol.signing import generate_private_key, public_key_text, sign
 from missionweave.protocol.timefmt import format_timestamp
@@ -163,7 +165,23 @@ def grant(
     )
     epoch = outcome.body["result"]["epoch"]
     persona.membership_epochs[group_id] = epoch
+    if "coordinator" in roles:
+        store_example_inputs(persona.principal)
     return epoch
+
+
+def store_bytes(principal: str, data: bytes) -> str:
+    """Upload ``data`` to the artifact store as ``principal`` (what ``PUT /artifacts/{d}``
+    does); the digest."""
+    digest = sha256_digest(data)
+    artifact_store(principal=principal, digest=digest, chunks=[data])
+    return digest
+
+
+def store_example_inputs(principal: str) -> None:
+    """The bytes the example contract's ``inputs`` name, uploaded by a coordinator: a
+    contract may name only artifacts its sender may read or a member uploaded (wire.md §9)."""
+    store_bytes(principal, INCIDENT_REPORTS)
 
 
 def mission_body(mission_id: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -5,6 +5,10 @@ pytest-django's ``live_server`` runs WSGI in a thread, so it has no websockets
 pytest-django test database (``MWP_TEST_DB_NAME``), with its own channel-layer prefix, and
 waits until it answers ``GET /api/v1/authority``.
 
+``server="uvicorn"`` (the ``uvicorn_server`` fixture) starts uvicorn instead: daphne reads a
+whole request body before the application runs, uvicorn hands it over as it arrives, which
+the artifact uploads need (``apps/artifacts/asgi.py``).
+
 Tests that use it must commit what the server should see: request ``transactional_db``,
 not ``db`` (the ``live_server`` pattern). Under xdist every worker gets its own server,
 port, database and prefix.
@@ -43,6 +47,7 @@ from missionweave.protocol.signing import b64url_encode, private_key_seed
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DAPHNE = BASE_DIR / ".venv" / "bin" / "daphne"
+UVICORN = BASE_DIR / ".venv" / "bin" / "uvicorn"
 DEFAULT_APP = "missionweave.asgi:application"
 STARTUP_TIMEOUT_S = 30.0
 
@@ -99,7 +104,8 @@ def _wait_until_ready(url: str, process: subprocess.Popen, log_path: Path) -> No
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(
-                f"daphne exited with {process.returncode}:\n{log_path.read_text(errors='replace')}"
+                f"{log_path.stem} exited with {process.returncode}:\n"
+                + log_path.read_text(errors="replace")
             )
         try:
             with urllib.request.urlopen(f"{url}/api/v1/authority", timeout=2) as response:
@@ -109,9 +115,19 @@ def _wait_until_ready(url: str, process: subprocess.Popen, log_path: Path) -> No
             pass
         time.sleep(0.1)
     raise RuntimeError(
-        f"daphne did not answer within {STARTUP_TIMEOUT_S} s:\n"
+        f"{log_path.stem} did not answer within {STARTUP_TIMEOUT_S} s:\n"
         + log_path.read_text(errors="replace")
     )
+
+
+def _server_command(server: str, fd: int, app: str) -> list[str]:
+    """The command line of ``server`` serving ``app`` on the inherited listening socket."""
+    if server == "daphne":
+        return [str(DAPHNE), "--fd", str(fd), "-v", "1", app]
+    if server == "uvicorn":
+        # No lifespan: the application is Channels' router, which has none to run.
+        return [str(UVICORN), "--fd", str(fd), "--lifespan", "off", "--log-level", "info", app]
+    raise ValueError(f"unknown server {server!r}")
 
 
 @contextmanager
@@ -122,8 +138,10 @@ def run_live_server(
     app: str = DEFAULT_APP,
     port: int = 0,
     extra_env: dict[str, str] | None = None,
+    server: str = "daphne",
 ) -> Iterator[LiveServer]:
-    """Run ``daphne`` serving ``app`` against ``database_name`` until the block exits.
+    """Run ``server`` (``daphne`` or ``uvicorn``) serving ``app`` against ``database_name``
+    until the block exits.
 
     ``port`` 0 picks a free one; a test that restarts a server passes the previous port.
     ``extra_env`` overrides settings from the environment (e.g. the channel layer).
@@ -156,10 +174,10 @@ def run_live_server(
     # Whatever the test process relaxed, the server keeps Django's async-safety check.
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     log_dir = Path(tempfile.mkdtemp(prefix="mwp-live-"))
-    log_path = log_dir / "daphne.log"
+    log_path = log_dir / f"{server}.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            [str(DAPHNE), "--fd", str(sock.fileno()), "-v", "1", app],
+            _server_command(server, sock.fileno(), app),
             cwd=BASE_DIR,
             env=env,
             pass_fds=[sock.fileno()],
@@ -225,13 +243,35 @@ def _test_process_channel_prefix(prefix: str) -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="session")
-def live_asgi_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
-    """A real daphne for this test session (one per xdist worker)."""
+@contextmanager
+def session_server(
+    worker_id: str, *, server: str = "daphne", extra_env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    """A server on this worker's test database, with a channel prefix of its own."""
     database_name = connection.settings_dict["NAME"]
     prefix = f"mwp-test-{worker_id}-{uuid.uuid4().hex[:8]}"
     with (
         _test_process_channel_prefix(prefix),
-        run_live_server(database_name=database_name, channel_prefix=prefix) as server,
+        run_live_server(
+            database_name=database_name,
+            channel_prefix=prefix,
+            extra_env=extra_env,
+            server=server,
+        ) as live,
     ):
+        yield live
+
+
+@pytest.fixture(scope="session")
+def live_asgi_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
+    """A real daphne for this test session (one per xdist worker)."""
+    with session_server(worker_id) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def uvicorn_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
+    """A real uvicorn for this test session (one per xdist worker): request bodies reach the
+    application as they arrive, as the artifact uploads need."""
+    with session_server(worker_id, server="uvicorn") as server:
         yield server

@@ -20,3 +20,9 @@ class PrincipalConverter(WireIdConverter):
     """wire.md §2 principals: ``agent:<id>`` or ``user:<username>`` (Django usernames)."""
 
     regex = r"(?:agent|user):[A-Za-z0-9._@+:-]{1,150}"
+
+
+class DigestConverter(WireIdConverter):
+    """wire.md §1 digests: ``sha256:`` and 64 lowercase hex digits."""
+
+    regex = r"sha256:[0-9a-f]{64}"

@@ -199,6 +199,30 @@ class OfferSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_null=True)
 
 
+class ProvenanceNodeSerializer(serializers.Serializer):
+    digest = serializers.CharField()
+    manifest = serializers.DictField(allow_null=True)
+    signed_by = serializers.CharField(allow_null=True)
+
+
+class ProvenanceSerializer(serializers.Serializer):
+    """``GET /groups/{g}/artifacts/{digest}`` (R13.1-04)."""
+
+    group = serializers.CharField()
+    digest = serializers.CharField()
+    manifest = serializers.DictField(allow_null=True)
+    signed_by = serializers.CharField(allow_null=True)
+    published = serializers.IntegerField(allow_null=True)
+    sources = ProvenanceNodeSerializer(many=True)
+    derived = ProvenanceNodeSerializer(many=True)
+    citations = serializers.ListField(child=serializers.DictField())
+    cited = serializers.IntegerField()
+    work_items = serializers.ListField(child=serializers.CharField())
+    submissions = serializers.ListField(child=serializers.DictField())
+    evidence = serializers.ListField(child=serializers.DictField())
+    approvals = serializers.ListField(child=serializers.DictField())
+
+
 class WorkItemSerializer(serializers.Serializer):
     id = serializers.CharField()
     mission = serializers.CharField()

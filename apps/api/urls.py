@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from .converters import PrincipalConverter, WireIdConverter
-from .views import admin, capabilities, groups, public, snapshots
+from .converters import DigestConverter, PrincipalConverter, WireIdConverter
+from .views import admin, artifacts, capabilities, contexts, groups, public, snapshots
 
 register_converter(WireIdConverter, "wid")
 register_converter(PrincipalConverter, "principal")
+register_converter(DigestConverter, "digest")
 
 urlpatterns = [
     path("authority", public.AuthorityApi.as_view(), name="authority"),
@@ -38,6 +39,31 @@ urlpatterns = [
         "groups/<wid:group>/work-items/<wid:work_item>",
         groups.WorkItemDetailApi.as_view(),
         name="work-item",
+    ),
+    path(
+        "groups/<wid:group>/contexts/<wid:package>",
+        contexts.ContextPackageDetailApi.as_view(),
+        name="context",
+    ),
+    path(
+        "groups/<wid:group>/contexts/<wid:from_group>/<wid:package>",
+        contexts.ReceivedContextPackageDetailApi.as_view(),
+        name="context-received",
+    ),
+    path(
+        "groups/<wid:group>/contexts/<wid:package>/versions/<int:version>/events",
+        contexts.ContextEventsApi.as_view(),
+        name="context-events",
+    ),
+    path(
+        "groups/<wid:group>/contexts/<wid:from_group>/<wid:package>/versions/<int:version>/events",
+        contexts.ReceivedContextEventsApi.as_view(),
+        name="context-received-events",
+    ),
+    path(
+        "groups/<wid:group>/artifacts/<digest:digest>",
+        artifacts.ArtifactProvenanceApi.as_view(),
+        name="artifact-provenance",
     ),
     path("groups/<wid:group>/memberships", admin.MembershipGrantApi.as_view(), name="memberships"),
     path(

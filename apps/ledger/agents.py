@@ -21,6 +21,9 @@ class AgentDirectory:
     current_keys: Callable[[str], list[Ed25519PublicKey]]
     #: the agent's current session epoch (``None`` for an unknown agent)
     session_epoch: Callable[[str], int | None]
+    #: the ``version`` of a principal's current Agent Card (``None`` for a person or an
+    #: unknown agent): recorded in artifact manifests (R13.1-03)
+    card_version: Callable[[str], str | None]
 
 
 _installed: list[AgentDirectory] = []

@@ -23,7 +23,7 @@ from missionweave.protocol.commands import COMMANDS, PUBLIC_COMMAND_TYPES, Comma
 from missionweave.protocol.errors import ProtocolError
 from missionweave.protocol.memberships import Membership, current_epoch, membership_key
 
-from .head import authority_now
+from .head import authority_now, committed_head
 from .projections import load_view
 from .write_path import Caller, human_document, judge, verify
 
@@ -48,7 +48,13 @@ def refusal(
     )
     try:
         verified = verify(group_id, document, caller, admin=False)
-        judge(group_id, verified, caller, now=authority_now())
+        judge(
+            group_id,
+            verified,
+            caller,
+            now=authority_now(),
+            head_sequence=committed_head(group_id) or 0,
+        )
     except ProtocolError as refused:
         return refused
     return None

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from missionweave.protocol import decider, offline
+from missionweave.protocol.artifacts.outputs import MAX_SCHEMA_OUTPUT_BYTES
 from missionweave.protocol.authorization import authorize
 from missionweave.protocol.commands import (
     ADMIN_COMMAND_TYPES,
@@ -41,10 +42,10 @@ from missionweave.protocol.envelope import (
 )
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.facts import Command, Decision, FollowUp
-from missionweave.protocol.identifiers import AUTHORITY, user_principal, username_of
+from missionweave.protocol.identifiers import AUTHORITY, is_agent, user_principal, username_of
 from missionweave.protocol.memberships import current_epoch, membership_key
 
-from . import agents, capabilities, outbox
+from . import agents, artifacts, capabilities, outbox, reactions, signatures
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
@@ -393,10 +394,17 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
                 details={"current_epoch": current},
             )
 
-    view, decision = judge(group_id, verified, caller, now=head.now)
+    view, decision = judge(group_id, verified, caller, now=head.now, head_sequence=head.sequence)
     decision = capabilities.minted(decision)  # R11.3-06: sign the decided tokens' claims
+    decision = signatures.signed_events(decision)  # R13.1-03, R13.3-01: manifests, packages
 
     facts = heads.append(head, decision.events, command_id=envelope.id, actor=envelope.actor)
+    # An event may change an aggregate decide had no reason to read (a digest's first
+    # citation in this group creates its ``artifact`` record): load those too, so a row
+    # that exists is updated, never inserted twice.
+    unread = {key for fact in facts for key in decider.routes(fact)} - view.keys()
+    if unread:
+        view = {**view, **load_view(group_id, unread)}
     state = dict(view)
     changed: set[Any] = set()
     for fact in facts:
@@ -429,7 +437,7 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
 
 
 def judge(
-    group_id: str, verified: Verified, caller: Caller, *, now: datetime
+    group_id: str, verified: Verified, caller: Caller, *, now: datetime, head_sequence: int
 ) -> tuple[dict[Any, Any], Decision]:
     """wire.md §3 steps 7–9, then ``decide``: the aggregates read and the decision, or the
     ``ProtocolError`` that refuses the command. Reads only, so it is the same question whether
@@ -464,6 +472,7 @@ def judge(
         session_epoch=envelope.session_epoch,
         actor_roles=roles,
         extensions=envelope.extensions,
+        head_sequence=head_sequence,
     )
     view = _load_what_decide_reads(spec, command)
     return view, decider.decide(view, command)
@@ -477,8 +486,40 @@ def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, An
         missing = spec.keys(command, view) - view.keys()
         if not missing:
             break
-        view.update(load_view(command.group, missing))
+        view.update(_load_keys(command, missing))
     return view
+
+
+#: view keys that are not projections of this group's log, and who answers them
+_OUTSIDE_THE_LOG = ("stored_artifact", "artifact_bytes", "agent_card", "agent_keys")
+
+
+def _load_keys(command: Command, keys: set[Any]) -> dict[Any, Any]:
+    """The projections at ``keys``, plus what the store and the registry say, which no log
+    records: the artifacts the sender may name (wire.md §9), the verified bytes of outputs
+    with a schema (R13.2-03), an agent's current card version and keys (R13.1-03)."""
+    outside = {key for key in keys if key[0] in _OUTSIDE_THE_LOG}
+    view = load_view(command.group, keys - outside)
+    digests = [ident for kind, ident in outside if kind == "stored_artifact"]
+    if digests:
+        nameable = artifacts.directory().nameable(command.group, command.actor, digests)
+        view.update({("stored_artifact", d): nameable.get(d) for d in digests})
+    for kind, ident in outside:
+        if kind == "artifact_bytes":
+            view[(kind, ident)] = _read_output(ident)
+        elif kind == "agent_card":
+            view[(kind, ident)] = agents.directory().card_version(ident)
+        elif kind == "agent_keys":
+            agent_id = ident.removeprefix("agent:")
+            view[(kind, ident)] = (
+                agents.directory().current_keys(agent_id) if is_agent(ident) else []
+            )
+    return view
+
+
+def _read_output(digest: str) -> bytes | None:
+    read = artifacts.directory().read_verified
+    return read(digest, MAX_SCHEMA_OUTPUT_BYTES) if read is not None else None
 
 
 def _require_groups(
@@ -515,3 +556,6 @@ def _announce_on_commit(head: heads.Head) -> None:
     if head.sequence != head.start_sequence:
         group_id, sequence = head.group_id, head.sequence
         transaction.on_commit(lambda: announce_head(group_id, sequence))
+        wanted = reactions.wanted(head.appended)
+        if wanted:
+            transaction.on_commit(lambda: reactions.run(group_id, wanted))

@@ -19,6 +19,8 @@ class RegistryConfig(AppConfig):
         agent, key = self.get_model("Agent"), self.get_model("AgentKey")
         agents.install(
             agents.AgentDirectory(
-                current_keys=key.current_keys, session_epoch=agent.current_session_epoch
+                current_keys=key.current_keys,
+                session_epoch=agent.current_session_epoch,
+                card_version=agent.current_card_version,
             )
         )

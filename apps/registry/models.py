@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.ledger.projections import ModelProjection
-from missionweave.protocol.identifiers import agent_principal
+from missionweave.protocol.identifiers import agent_principal, is_agent
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.signing import parse_public_key
 
@@ -56,6 +56,19 @@ class Agent(models.Model):
     def current_session_epoch(cls, agent_id: str) -> int | None:
         """The epoch of the agent's one valid session (``None``: no such agent)."""
         return cls.objects.filter(pk=agent_id).values_list("session_epoch", flat=True).first()
+
+    @classmethod
+    def current_card_version(cls, principal: str) -> str | None:
+        """The ``version`` of the current Agent Card of ``agent:<id>`` (``None`` for a person
+        or an unknown agent): artifact manifests record it (R13.1-03)."""
+        if not is_agent(principal):
+            return None
+        return (
+            AgentCard.objects.filter(agent_id=principal.removeprefix("agent:"))
+            .order_by("-recorded_at", "-pk")
+            .values_list("version", flat=True)
+            .first()
+        )
 
     def current_card(self) -> AgentCard | None:
         return self.cards.order_by("-recorded_at", "-pk").first()

@@ -1,4 +1,5 @@
-"""Projection rows of the work domain: Missions, WorkItems, proposals, the dependency graph.
+"""Projection rows of the work domain: Missions, WorkItems, proposals, the dependency graph,
+context packages.
 
 Each row holds its aggregate of the pure core; a few columns are copied out so the dashboard
 and the API can filter without reading JSON. Only the projector writes them.
@@ -11,6 +12,7 @@ from typing import Any, ClassVar
 from django.db import models
 
 from apps.ledger.projections import ModelProjection, ProjectionJSONDecoder
+from missionweave.protocol.context import ContextPackage as ContextPackageState
 from missionweave.protocol.missions.model import Mission as MissionState
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.dependencies import DependencyGraph
@@ -203,3 +205,27 @@ class DependencyEdges(models.Model):
 
 
 DependencyEdges.projection = _stored_as_data(DependencyEdges, "name", DependencyGraph)
+
+
+class ContextPackage(models.Model):
+    """Projection of a context package published in, or forwarded to, a group (R13.3-01)."""
+
+    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="+")
+    #: the package id, or ``<from_group>/<id>`` for one received from another group
+    package_id = models.CharField(max_length=300)
+    data = models.JSONField(decoder=ProjectionJSONDecoder)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["group", "package_id"], name="context_package_once_per_group"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}/{self.package_id}"
+
+    projection: ClassVar[ModelProjection]
+
+
+ContextPackage.projection = _stored_as_data(ContextPackage, "package_id", ContextPackageState)

@@ -1,12 +1,14 @@
-"""Reads of the mission projection."""
+"""Reads of the mission, WorkItem and context package projections."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from missionweave.protocol.context import ContextPackage as ContextPackageState
+from missionweave.protocol.context import context_key
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-from .models import Mission, WorkItem
+from .models import ContextPackage, Mission, WorkItem
 
 
 def mission_document(group_id: str, mission_id: str) -> dict[str, Any]:
@@ -25,3 +27,19 @@ def work_item_document(group_id: str, work_item_id: str) -> dict[str, Any]:
             ErrorCode.NOT_FOUND, f"no WorkItem {work_item_id!r} in {group_id}", requirement="wire§4"
         )
     return row.data
+
+
+def context_package(
+    group_id: str, package_id: str, from_group: str | None = None
+) -> ContextPackageState:
+    """A package published in ``group_id``, or received there from ``from_group``."""
+    _, key = context_key(package_id, from_group)
+    row = ContextPackage.objects.filter(group_id=group_id, package_id=key).first()
+    if row is None:
+        where = "" if from_group is None else f" from {from_group}"
+        raise ProtocolError(
+            ErrorCode.NOT_FOUND,
+            f"no context package {package_id!r}{where} in {group_id}",
+            requirement="wire§4",
+        )
+    return ContextPackageState.from_dict(row.data)

@@ -19,6 +19,11 @@ import dataclasses
 import time
 from typing import Any
 
+from apps.artifacts import directory
+from apps.artifacts.retrieval import Corrupted, open_verified
+from apps.artifacts.services import corruption_record
+from apps.artifacts.storage import configured_storage
+from apps.work import reviews
 from apps.work.sweeps import DEFAULT_LIMIT, sweep_due
 from missionweave.celery import app
 
@@ -44,3 +49,39 @@ def ping(delay_s: float = 0.0) -> str:
     if delay_s > 0:
         time.sleep(min(delay_s, PING_MAX_DELAY_S))
     return "pong"
+
+
+def _intact(digest: str) -> bool:
+    """Whether the stored object still hashes to ``digest`` (streamed, never held in memory)."""
+    storage = configured_storage()
+    try:
+        open_verified(storage, digest, in_memory_bytes=0).close()
+    except Corrupted as found:
+        corruption_record(
+            digest=digest, actual=found.actual, storage=storage, request="submission review"
+        )
+        return False
+    return True
+
+
+#: what a submission's review reads from the artifact store
+STORE = reviews.Store(intact=_intact, read=directory.read_verified)
+
+
+@app.task(name="apps.work.tasks.review_submissions")
+def review_submissions(limit: int = reviews.DEFAULT_LIMIT) -> dict[str, Any]:
+    """Record the authority's evidence every open submission review still owes (R13.2-03)."""
+    return dataclasses.asdict(reviews.review_owing(STORE, limit=limit))
+
+
+@app.task(name="apps.work.tasks.review_submission")
+def review_submission(group_id: str, work_item: str) -> dict[str, Any]:
+    """The same for one submission, right after it commits (a hint; the periodic task
+    finds it anyway)."""
+    return dataclasses.asdict(reviews.review_submission(STORE, group_id, work_item))
+
+
+def hint_review(group_id: str, event: dict[str, Any]) -> None:
+    """After a ``work.submitted`` commits: review it now rather than at the next beat.
+    ``retry=False``: an unreachable broker fails fast (the beat will find the item)."""
+    review_submission.apply_async((group_id, event["payload"]["work_item"]), retry=False)

@@ -10,10 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import capabilities, memberships, offline, snapshots
+from . import capabilities, context, memberships, offline, snapshots
+from .artifacts import manifests
+from .artifacts.citations import BY_COMMAND, named_by
+from .artifacts.naming import stored_keys
 from .facts import Command, Decision, StateKey, View
 from .missions import children, lifecycle
-from .work import checks, execution, leases, offers, planning, review
+from .work import assessment, checks, execution, leases, offers, planning, review, submission
 
 ANY_MEMBER_BUT_OBSERVER = frozenset({"admin", "mission_owner", "coordinator", "worker", "reviewer"})
 COORDINATOR = frozenset({"coordinator"})
@@ -45,7 +48,22 @@ class CommandSpec:
 def _spec(
     type_: str, roles: frozenset[str], validate: Any, keys: Any, decide: Any, **flags: Any
 ) -> CommandSpec:
+    if type_ in BY_COMMAND:
+        keys = _with_named_artifacts(keys)
     return CommandSpec(type_, roles, validate, keys, decide, **flags)
+
+
+def _with_named_artifacts(
+    keys: Callable[[Command, View], set[StateKey]],
+) -> Callable[[Command, View], set[StateKey]]:
+    """``keys`` plus what the store says of each artifact the body names, which ``decide``
+    requires to be nameable by the sender (wire.md §9, ``decider.decide``)."""
+
+    def keys_naming_artifacts(command: Command, view: View) -> set[StateKey]:
+        named = named_by(command.type, command.body)
+        return keys(command, view) | stored_keys(digest for _path, digest in named)
+
+    return keys_naming_artifacts
 
 
 _SPECS = (
@@ -177,7 +195,25 @@ _SPECS = (
         review.decide_unblock,
     ),
     _spec(
-        "work.submit", WORKER, execution.validate_submit, checks.item_keys, execution.decide_submit
+        "work.submit",
+        WORKER,
+        submission.validate_submit,
+        submission.keys_of_submit,
+        submission.decide_submit,
+    ),
+    _spec(
+        manifests.PUBLISH,
+        WORKER,
+        manifests.validate_publish,
+        manifests.keys_of_publish,
+        manifests.decide_publish,
+    ),
+    _spec(
+        assessment.REQUEST,
+        COORDINATOR,
+        assessment.validate_request,
+        assessment.keys_of_request,
+        assessment.decide_request,
     ),
     _spec(
         "evidence.record",
@@ -258,6 +294,14 @@ _SPECS = (
         authority_only=True,
     ),
     _spec(
+        manifests.RECORD_MANIFEST,
+        frozenset(),
+        manifests.validate_record_manifest,
+        manifests.keys_of_record_manifest,
+        manifests.decide_record_manifest,
+        authority_only=True,
+    ),
+    _spec(
         children.LINK_CREATE,
         frozenset(),
         children.validate_link_create,
@@ -279,6 +323,30 @@ _SPECS = (
         children.validate_link_outcome,
         children.keys_of_link_outcome,
         children.decide_link_failed,
+        authority_only=True,
+    ),
+    _spec(
+        context.PUBLISH,
+        COORDINATOR,
+        context.validate_publish,
+        context.keys_of_publish,
+        context.decide_publish,
+    ),
+    # R13.3-07: a coordinator of both groups (the write path checks ``to_group`` too)
+    _spec(
+        context.FORWARD,
+        COORDINATOR,
+        context.validate_forward,
+        context.keys_of_forward,
+        context.decide_forward,
+        other_groups=lambda body: [body["to_group"]],
+    ),
+    _spec(
+        context.RECEIVE,
+        frozenset(),
+        context.validate_receive,
+        context.keys_of_receive,
+        context.decide_receive,
         authority_only=True,
     ),
 )

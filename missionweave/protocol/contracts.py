@@ -15,9 +15,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from .artifacts.deterministic import MAX_CHECKS_PER_CRITERION, validate_check
+from .artifacts.jsonpath import format_path
+from .artifacts.schemas import schema_problems
 from .canonical import canonical_bytes, digest, is_digest
 from .errors import ErrorCode, ProtocolError
 from .identifiers import is_id
@@ -193,7 +196,8 @@ def _check_goal(errors: _Errors, value: object, path: str) -> None:
 
 
 def _check_outputs(errors: _Errors, value: object, path: str) -> None:
-    for index, item in enumerate(_list(errors, value, path, non_empty=True) or ()):
+    outputs = _list(errors, value, path, non_empty=True) or ()
+    for index, item in enumerate(outputs):
         where = f"{path}[{index}]"
         output = _object(errors, item, where, required=("name", "media_type", "schema"))
         if output is None:
@@ -204,10 +208,39 @@ def _check_outputs(errors: _Errors, value: object, path: str) -> None:
             _text(errors, output["media_type"], f"{where}.media_type")
         if "schema" in output:
             _check_output_schema(errors, output["schema"], f"{where}.schema")
+    _check_schema_output_names(errors, outputs, path)
+
+
+def _check_schema_output_names(errors: _Errors, outputs: Sequence[object], path: str) -> None:
+    """An output with an inline schema is the only output of its name.
+
+    work.submit maps an output *name* to one artifact, which is then held to that output's
+    schema (R13.2-03 step 1); two outputs of one name with a schema between them would leave
+    open which schema applies. Duplicate names without inline schemas stay valid, as before.
+    """
+    named = [
+        (index, item["name"], isinstance(item.get("schema"), dict))
+        for index, item in enumerate(outputs)
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    ]
+    with_schema = {name for _, name, has_schema in named if has_schema}
+    first_seen: dict[str, int] = {}
+    for index, name, _ in named:
+        if name not in first_seen:
+            first_seen[name] = index
+        elif name in with_schema:
+            first = first_seen[name]
+            message = f"duplicate name of an output with an inline schema (first at [{first}])"
+            errors.add(f"{path}[{index}].name", message)
 
 
 def _check_output_schema(errors: _Errors, value: object, path: str) -> None:
-    """``null``, a schema reference (string) or an inline schema (any JSON object)."""
+    """``null``, a schema reference (string) or an inline JSON Schema (Draft 2020-12).
+
+    The authority holds a submitted output to an inline schema (R13.2-03 step 1), so the
+    schema must be one it can evaluate: valid against the meta-schema, with every ``$ref``
+    resolving inside it (nothing is fetched). A reference is only recorded.
+    """
     if value is None:
         return
     if isinstance(value, str):
@@ -220,6 +253,9 @@ def _check_output_schema(errors: _Errors, value: object, path: str) -> None:
         canonical_bytes(value)
     except ValueError:  # a caller that skipped the strict parser handed us a non-JSON value
         errors.add(path, "not a JSON value")
+        return
+    for location, message in schema_problems(value):
+        errors.add(format_path(location, path), message)
 
 
 # --- R10.1-01(b): acceptance criteria and required Evidence --------------------------------
@@ -230,7 +266,11 @@ def _check_acceptance_criteria(errors: _Errors, value: object, path: str) -> Non
     for index, item in enumerate(_list(errors, value, path, non_empty=True) or ()):
         where = f"{path}[{index}]"
         criterion = _object(
-            errors, item, where, required=("id", "description", "method", "evidence")
+            errors,
+            item,
+            where,
+            required=("id", "description", "method", "evidence"),
+            optional=("checks",),
         )
         if criterion is None:
             continue
@@ -242,6 +282,26 @@ def _check_acceptance_criteria(errors: _Errors, value: object, path: str) -> Non
             _choice(errors, criterion["method"], METHODS, f"{where}.method")
         if "evidence" in criterion:
             _texts(errors, criterion["evidence"], f"{where}.evidence")
+        if "checks" in criterion:
+            _check_checks(errors, criterion, f"{where}.checks")
+
+
+def _check_checks(errors: _Errors, criterion: dict[str, Any], path: str) -> None:
+    """Named deterministic checks the authority runs (R13.2-03 step 2); see
+    ``artifacts/deterministic.py``. Only a deterministic criterion has them: a review by an
+    agent or a person is not a rule the authority can run."""
+    if criterion.get("method") != "deterministic":
+        errors.add(path, "checks are allowed only when method is deterministic")
+        return
+    checks = _list(errors, criterion["checks"], path)
+    if checks is None:
+        return
+    if len(checks) > MAX_CHECKS_PER_CRITERION:
+        errors.add(path, f"at most {MAX_CHECKS_PER_CRITERION} checks per criterion")
+        return
+    for index, check in enumerate(checks):
+        for where, message in validate_check(check, f"{path}[{index}]"):
+            errors.add(where, message)
 
 
 def _check_criterion_id(
@@ -457,12 +517,39 @@ def _check_fields(errors: _Errors, contract: dict[str, Any], path: str) -> None:
             checker(errors, contract[name], where)
         elif name in REQUIRED_FIELDS:
             errors.add(where, "missing")
+    _check_check_outputs(errors, contract, path)
     for name in contract:
         if name == "revision":
             # R10.1-05: the revision counts the authority's decisions, not the client's.
             errors.add(_child(path, name), "assigned by the authority, not by the client")
         elif name not in FIELDS:
             errors.add(_child(path, name), "unknown field")
+
+
+def _check_check_outputs(errors: _Errors, contract: dict[str, Any], path: str) -> None:
+    """Each check's ``output`` is one the contract declares: the one rule that spans two
+    fields, checked once both are known (and only when the outputs themselves are readable,
+    so a broken ``outputs`` list is reported once, where it is)."""
+    outputs = contract.get("outputs")
+    criteria = contract.get("acceptance_criteria")
+    if not isinstance(outputs, list) or not isinstance(criteria, list):
+        return
+    if not all(isinstance(output, dict) for output in outputs):
+        return
+    declared = {output["name"] for output in outputs if isinstance(output.get("name"), str)}
+    for index, criterion in enumerate(criteria):
+        checks = criterion.get("checks") if isinstance(criterion, dict) else None
+        if (
+            not isinstance(checks, list)
+            or len(checks) > MAX_CHECKS_PER_CRITERION
+            or criterion.get("method") != "deterministic"
+        ):
+            continue
+        for position, check in enumerate(checks):
+            output = check.get("output") if isinstance(check, dict) else None
+            if isinstance(output, str) and output.strip() and output not in declared:
+                where = f"{_child(path, 'acceptance_criteria')}[{index}].checks[{position}].output"
+                errors.add(where, "not an output the contract declares")
 
 
 def _with_defaults(contract: dict[str, Any]) -> dict[str, Any]:

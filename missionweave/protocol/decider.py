@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
-from . import memberships, offline, snapshots
+from . import context, memberships, offline, snapshots
+from .artifacts import evolvers as artifact_evolvers
+from .artifacts.citations import named_by
+from .artifacts.naming import require_nameable
 from .commands import COMMANDS
 from .evolvers import REGISTRY
 from .facts import Command, Decision, Fact, StateKey, View
@@ -29,6 +32,8 @@ EVOLVER_MODULES = (
     dependencies,
     proposals,
     snapshots,
+    artifact_evolvers,
+    context,
 )
 
 
@@ -40,8 +45,14 @@ def decide(view: View, command: Command) -> Decision:
     types that may not be buffered.
     """
     if offline.is_buffered(command):
-        return offline.decide_buffered(view, command)
-    return COMMANDS[command.type].decide(view, command)
+        decision = offline.decide_buffered(view, command)
+    else:
+        decision = COMMANDS[command.type].decide(view, command)
+    # Last: a command otherwise accepted may still name no artifact its sender may not name,
+    # refused like a digest never stored (wire.md §9), after every rule of its own (wire.md §8
+    # precedence is unchanged)
+    require_nameable(view, named_by(command.type, command.body))
+    return decision
 
 
 def routes(fact: Fact) -> list[StateKey]:

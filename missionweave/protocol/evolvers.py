@@ -25,7 +25,9 @@ from .facts import Fact, StateKey
 #: the aggregate kinds of a group's state, in the order ``routes`` lists an event's keys:
 #: the WorkItem an event is about before what it changes beside it (a fixed order, so the
 #: live write path and a replay write the same rows in the same order)
-AGGREGATE_KINDS = ("work_item", "dependencies", "mission", "proposal", "membership")
+AGGREGATE_KINDS = (
+    "work_item", "dependencies", "mission", "proposal", "membership", "artifact", "context",
+)  # fmt: skip
 
 KeysOf = Callable[[Fact], list[StateKey]]
 #: ``(current, fact, key) -> the aggregate at key after fact``; ``current`` is ``None`` only

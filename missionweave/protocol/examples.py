@@ -11,8 +11,9 @@ from typing import Any
 
 from .canonical import sha256_digest
 
-#: The input the wire.md §10 example points at (its ``sha256:...`` made concrete).
-INCIDENT_REPORTS_DIGEST = sha256_digest(b"incident reports, November 2026")
+#: The input the wire.md §10 example points at (its ``sha256:...`` made concrete): these bytes.
+INCIDENT_REPORTS = b"incident reports, November 2026"
+INCIDENT_REPORTS_DIGEST = sha256_digest(INCIDENT_REPORTS)
 
 _CONTRACT: dict[str, Any] = {
     "schema": "mwp.contract/1",

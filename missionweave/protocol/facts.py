@@ -34,6 +34,9 @@ class Command:
     actor_roles: frozenset[str] = frozenset()
     #: the envelope's supported extensions by URN (the offline binding, R11.5-07)
     extensions: Mapping[str, Any] = field(default_factory=dict)
+    #: the group's head sequence before this command (a context package's event range must
+    #: lie within it, R13.3-02)
+    head_sequence: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,11 @@ class NewEvent:
 
     type: str
     payload: dict[str, Any]
+    #: top-level payload keys holding a document the authority signs before the event is
+    #: appended, when it carries no ``signature`` of its own (a manifest without its
+    #: producer's, a context package: R13.1-03, R13.3-01). The pure core names them; the
+    #: write path signs, as it signs capability tokens.
+    authority_signs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from .artifacts.records import ArtifactRecord
 from .canonical import canonical_bytes, is_digest, sha256_digest, without
+from .context import ContextPackage
 from .errors import ProtocolError
 from .evolvers import AGGREGATE_KINDS, REGISTRY
 from .facts import Command, Decision, NewEvent, StateKey, View
@@ -155,6 +157,8 @@ def _membership(data: dict[str, Any]) -> Membership:
 
 
 _RESTORE = {
+    "artifact": ArtifactRecord.from_dict,
+    "context": ContextPackage.from_dict,
     "dependencies": DependencyGraph.from_dict,
     "membership": _membership,
     "mission": _mission,

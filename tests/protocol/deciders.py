@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from missionweave.protocol import decider
+from missionweave.protocol.artifacts.records import StoredArtifact
 from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ProtocolError
 from missionweave.protocol.facts import Command, Decision, Fact, StateKey
@@ -24,6 +25,11 @@ class Scenario:
 
     state: dict[StateKey, Any] = field(default_factory=dict)
     sequence: int = 0
+    #: what the artifact store holds for the sender: ``None`` stands for a store holding
+    #: every digest a command names (size 0), for the tests whose subject is not the store
+    stored: dict[str, StoredArtifact] | None = None
+    #: what the store and the registry answer for keys outside the log (card versions…)
+    outside: dict[StateKey, Any] = field(default_factory=dict)
 
     def given(
         self, *events: tuple[str, dict[str, Any]], actor: str = "user:alice", at: datetime = NOW
@@ -64,14 +70,29 @@ class Scenario:
             session_epoch,
             roles,
             extensions or {},
+            head_sequence=self.sequence,
         )
         view: dict[StateKey, Any] = {}
         for _ in range(8):
             missing = spec.keys(command, view) - view.keys()
             if not missing:
                 break
-            view.update({key: self.state.get(key) for key in missing})
+            view.update({key: self._load(key) for key in missing})
         return decider.decide(view, command)
+
+    def _load(self, key: StateKey) -> Any:
+        if key in self.outside:
+            return self.outside[key]
+        kind, ident = key
+        if kind == "stored_artifact":
+            if self.stored is None:
+                return StoredArtifact(ident, 0)
+            return self.stored.get(ident)
+        if kind in ("agent_card", "artifact_bytes"):
+            return None
+        if kind == "agent_keys":
+            return []
+        return self.state.get(key)
 
     def then(
         self, decision: Decision, *, actor: str = "user:alice", at: datetime = NOW

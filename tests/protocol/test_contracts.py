@@ -354,6 +354,175 @@ def test_duplicate_criterion_id_points_back_at_the_first() -> None:
     ]
 
 
+# --- deterministic checks and inline output schemas (R13.2-03) -------------------------------
+
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$defs": {"title": {"type": "string", "minLength": 1}},
+    "type": "object",
+    "required": ["title"],
+    "properties": {"title": {"$ref": "#/$defs/title"}},
+}
+CHECKS_OF_EVERY_KIND: list[dict[str, Any]] = [
+    {"check": "schema", "output": "summary", "schema": {"type": "object"}},
+    {"check": "digest_present", "output": "summary"},
+    {
+        "check": "json_path_equals",
+        "output": "summary",
+        "path": "$.items[0]['odd key']",
+        "value": {"a": [1, None]},
+    },
+    {"check": "json_path_within", "output": "summary", "path": "$.score", "min": 0},
+    {"check": "text_contains", "output": "summary", "text": "November", "case_sensitive": False},
+]
+
+
+def _with_checks(*checks: object, criterion: int = 0) -> dict[str, Any]:
+    return _edit(example_contract(), ("acceptance_criteria", criterion, "checks"), list(checks))
+
+
+def test_a_deterministic_criterion_may_declare_checks_of_every_kind() -> None:
+    """R13.2-03 step 2: ``checks`` is an optional, additive field of a deterministic
+    criterion; the contract comes back with it unchanged."""
+    contract = _with_checks(*CHECKS_OF_EVERY_KIND)
+    assert validate_contract(contract) == contract
+    assert validate_contract(_with_checks()) == _with_checks()
+
+
+def test_an_inline_draft_2020_12_schema_with_local_references_is_valid() -> None:
+    """R13.2-03 step 1: an output's inline schema is a usable JSON Schema."""
+    contract = _edit(example_contract(), ("outputs", 0, "schema"), SUMMARY_SCHEMA)
+    assert validate_contract(contract) == contract
+
+
+CHECK_VIOLATIONS = [
+    pytest.param(
+        _with_checks(CHECKS_OF_EVERY_KIND[1], criterion=1),
+        "$.contract.acceptance_criteria[1].checks",
+        "checks are allowed only when method is deterministic",
+        id="human-review-criterion",
+    ),
+    pytest.param(
+        _edit(example_contract(), ("acceptance_criteria", 0, "checks"), {"check": "schema"}),
+        "$.contract.acceptance_criteria[0].checks",
+        "expected a list",
+        id="not-a-list",
+    ),
+    pytest.param(
+        _with_checks(*[CHECKS_OF_EVERY_KIND[1]] * 33),
+        "$.contract.acceptance_criteria[0].checks",
+        "at most 32 checks per criterion",
+        id="too-many",
+    ),
+    pytest.param(
+        _with_checks({"check": "lint", "output": "summary"}),
+        "$.contract.acceptance_criteria[0].checks[0].check",
+        "expected one of schema, digest_present, json_path_equals, json_path_within, text_contains",
+        id="unknown-check",
+    ),
+    pytest.param(
+        _with_checks({"check": "digest_present", "output": "report"}),
+        "$.contract.acceptance_criteria[0].checks[0].output",
+        "not an output the contract declares",
+        id="undeclared-output",
+    ),
+    pytest.param(
+        _with_checks(
+            {"check": "json_path_equals", "output": "summary", "path": "$[*]", "value": 1}
+        ),
+        "$.contract.acceptance_criteria[0].checks[0].path",
+        "not a path of the supported subset ($, .name, ['name'], [0]): "
+        "at 2: expected an index, a quoted key or ]",
+        id="bad-path",
+    ),
+    pytest.param(
+        _with_checks({"check": "schema", "output": "summary", "schema": {"minimum": "0"}}),
+        "$.contract.acceptance_criteria[0].checks[0].schema.minimum",
+        "'0' is not of type 'number'",
+        id="check-schema-invalid",
+    ),
+    pytest.param(
+        _edit(example_contract(), ("outputs", 0, "schema"), {"type": "strin"}),
+        "$.contract.outputs[0].schema.type",
+        "'strin' is not valid under any of the given schemas",
+        id="schema-unknown-type",
+    ),
+    pytest.param(
+        _edit(example_contract(), ("outputs", 0, "schema"), {"$ref": "https://e.org/s.json"}),
+        '$.contract.outputs[0].schema["$ref"]',
+        "a reference must resolve inside the schema; nothing is fetched",
+        id="schema-remote-ref",
+    ),
+    pytest.param(
+        _edit(example_contract(), ("outputs", 0, "schema"), {"$ref": "#"}),
+        "$.contract.outputs[0].schema",
+        "a reference loops back without consuming the document",
+        id="schema-ref-loop",
+    ),
+    pytest.param(
+        _edit(
+            example_contract(),
+            ("outputs", 0, "schema"),
+            {"$schema": "http://json-schema.org/draft-07/schema#"},
+        ),
+        '$.contract.outputs[0].schema["$schema"]',
+        "inline schemas are JSON Schema Draft 2020-12 (https://json-schema.org/draft/2020-12/schema)",
+        id="schema-other-dialect",
+    ),
+    pytest.param(
+        _edit(example_contract(), ("outputs", 0, "schema"), {"pattern": "("}),
+        "$.contract.outputs[0].schema.pattern",
+        "'(' is not a 'regex'",
+        id="schema-bad-regex",
+    ),
+]
+
+
+@pytest.mark.parametrize(("contract", "path", "message"), CHECK_VIOLATIONS)
+def test_each_bad_check_or_inline_schema_is_named_by_path(
+    contract: dict[str, Any], path: str, message: str
+) -> None:
+    """R13.2-03, R10.1-01: a check the authority could not run, or a schema it could not
+    evaluate, is CONTRACT_INVALID at its exact path when the contract is validated."""
+    error = _refusal(contract)
+    assert error.details["errors"] == [{"path": path, "message": message}]
+
+
+def test_every_bad_check_is_reported_in_one_answer() -> None:
+    """R10.1-01: each check's problems are collected with the rest of the contract's."""
+    contract = _with_checks(
+        {"check": "text_contains", "output": "summary"},
+        {"check": "json_path_within", "output": "nowhere", "path": "$.a", "min": 1, "max": 0},
+    )
+    assert _paths(_refusal(contract)) == [
+        "$.contract.acceptance_criteria[0].checks[0].text",
+        "$.contract.acceptance_criteria[0].checks[1].max",
+        "$.contract.acceptance_criteria[0].checks[1].output",
+    ]
+
+
+def test_an_undeclared_output_is_not_reported_while_outputs_is_broken() -> None:
+    """R10.1-01: a broken ``outputs`` list is one error where it is, not one per check."""
+    contract = _with_checks({"check": "digest_present", "output": "report"})
+    contract["outputs"] = "summary"
+    assert _paths(_refusal(contract)) == ["$.contract.outputs"]
+
+
+def test_an_output_with_an_inline_schema_is_the_only_output_of_its_name() -> None:
+    """R13.2-03: work.submit maps a name to one artifact, held to that output's schema; two
+    outputs of one name stay valid as long as neither has an inline schema."""
+    twice = [{"name": "summary", "media_type": "text/markdown", "schema": None}] * 2
+    assert validate_contract(example_contract(outputs=twice)) == example_contract(outputs=twice)
+    with_schema = [twice[0], {**twice[1], "schema": {"type": "object"}}]
+    error = _refusal(example_contract(outputs=with_schema))
+    assert error.details["errors"] == [
+        {
+            "path": "$.contract.outputs[1].name",
+            "message": "duplicate name of an output with an inline schema (first at [0])",
+        }
+    ]
+
+
 # --- every bad field at once ---------------------------------------------------------------------
 
 
@@ -650,10 +819,17 @@ def _locations(node: object, here: tuple[str | int, ...] = ()) -> list[tuple[str
 EXAMPLE_LOCATIONS = _locations(example_contract())
 
 
+def _example_with_checks_and_schema() -> dict[str, Any]:
+    contract = _with_checks(*CHECKS_OF_EVERY_KIND)
+    contract["outputs"][0]["schema"] = copy.deepcopy(SUMMARY_SCHEMA)
+    return contract
+
+
 @st.composite
 def mutated_contracts(draw: st.DrawFn) -> object:
-    """The wire example with one to three random edits: replace, delete or add a node."""
-    contract: object = example_contract()
+    """The wire example, or one with checks and an inline schema (R13.2-03), with one to
+    three random edits: replace, delete or add a node."""
+    contract: object = draw(st.sampled_from([example_contract, _example_with_checks_and_schema]))()
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
         if not isinstance(contract, dict) or draw(st.integers(0, 20)) == 0:
             contract = draw(JSON_VALUES)  # now and then the whole contract is replaced
@@ -710,6 +886,17 @@ NON_NEGATIVE = st.integers(min_value=0, max_value=10**9) | st.floats(
 )
 
 
+#: valid Draft 2020-12 schemas: a few real ones, and objects of annotations (``x-`` keys are
+#: not keywords, so any scalar is allowed under them)
+INLINE_SCHEMAS = st.sampled_from(
+    [
+        {},
+        {"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}},
+        {"$defs": {"n": {"type": "integer"}}, "type": "array", "items": {"$ref": "#/$defs/n"}},
+    ]
+) | st.dictionaries(NAMES.map("x-{}".format), JSON_SCALARS, max_size=3)
+
+
 @st.composite
 def valid_contracts(draw: st.DrawFn) -> dict[str, Any]:
     """Contracts built field by field from the schema's allowed values."""
@@ -724,11 +911,13 @@ def valid_contracts(draw: st.DrawFn) -> dict[str, Any]:
                     {
                         "name": NAMES,
                         "media_type": NAMES,
-                        "schema": st.none() | NAMES | st.dictionaries(NAMES, JSON_SCALARS),
+                        "schema": st.none() | NAMES | INLINE_SCHEMAS,
                     }
                 ),
                 min_size=1,
                 max_size=3,
+                # an output with an inline schema is the only output of its name (R13.2-03)
+                unique_by=lambda output: output["name"],
             )
         ),
         "acceptance_criteria": [

@@ -98,14 +98,34 @@ def selection_basis(**overrides: Any) -> dict[str, Any]:
     }
 
 
-def evidence(criterion: str, producer: str, *, verdict: str = "pass", **extra: Any) -> dict:
-    """An evidence item (wire.md §9) for ``criterion``."""
+#: the bytes behind every digest the stories name, so a driver on the real write path can
+#: store them first (a command names only stored artifacts, wire.md §9)
+ARTIFACT_BYTES: dict[str, bytes] = {}
+
+
+def artifact_digest(data: bytes) -> str:
+    """The digest of ``data``, remembered in ``ARTIFACT_BYTES``."""
+    digest = sha256_digest(data)
+    ARTIFACT_BYTES[digest] = data
+    return digest
+
+
+def evidence(
+    criterion: str,
+    producer: str,
+    *,
+    verdict: str = "pass",
+    method: str = "deterministic",
+    **extra: Any,
+) -> dict:
+    """An evidence item (wire.md §9) for ``criterion``, judged by ``method`` (its
+    criterion's, R13.2-04)."""
     return {
         "criterion": criterion,
-        "method": "deterministic",
+        "method": method,
         "result": {"verdict": verdict, "summary": f"{criterion}: {verdict}", "data": {}},
         "producer": producer,
-        "artifacts": [sha256_digest(criterion.encode())],
+        "artifacts": [artifact_digest(criterion.encode())],
         **extra,
     }
 
@@ -437,9 +457,9 @@ def _progress_fields(story: WorkStory) -> dict[str, Any]:
 
 def _submit_fields(story: WorkStory) -> dict[str, Any]:
     return {
-        "artifacts": [sha256_digest(b"summary.md")],
+        "artifacts": [artifact_digest(b"summary.md")],
         "evidence": [
-            evidence(criterion["id"], story.owner_actor)
+            evidence(criterion["id"], story.owner_actor, method=criterion["method"])
             for criterion in story.contract["acceptance_criteria"]
         ],
     }

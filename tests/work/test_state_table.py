@@ -26,6 +26,7 @@ from apps.ledger.models import CommandRecord, GroupLog
 from apps.ledger.write_path import submit_authority_command, submit_command
 from apps.work.models import Mission, WorkItem, WorkProposal
 from missionweave.protocol import states as S
+from missionweave.protocol.artifacts.citations import named_by
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.timefmt import parse_timestamp
@@ -33,6 +34,7 @@ from tests import factories
 from tests.factories import AgentPersona, HumanPersona, World
 from tests.protocol.test_state_machine import OWNER_HELD, expected, targets
 from tests.protocol.work_scenarios import (
+    ARTIFACT_BYTES,
     LINK_COMMANDS,
     OTHER_WORKER,
     SECOND_OWNER,
@@ -71,6 +73,9 @@ class WritePathDriver:
             )
         else:
             persona = self.personas[call.actor]
+            for _path, digest in named_by(call.type, call.body):  # uploaded by its sender
+                if digest in ARTIFACT_BYTES:
+                    factories.store_bytes(persona.principal, ARTIFACT_BYTES[digest])
             outcome = submit_command(
                 group_id=self.group,
                 document=persona.command(self.group, call.type, call.body),

@@ -15,6 +15,7 @@ from .. import states as S
 from ..canonical import is_digest
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, StateKey, View
+from ..identifiers import AUTHORITY
 from ..timefmt import format_timestamp, parse_timestamp
 from ..validation import (
     check_choice,
@@ -166,7 +167,8 @@ def check_evidence_item(value: object, path: str) -> dict[str, Any]:
     check_fields(result, required=("verdict", "summary", "data"), path=f"{path}.result")
     check_choice(result["verdict"], VERDICTS, f"{path}.result.verdict")
     check_text(result["summary"], f"{path}.result.summary", empty=True)
-    check_principal(value["producer"], f"{path}.producer")
+    if value["producer"] != AUTHORITY:  # the authority's own evidence (R13.2-03)
+        check_principal(value["producer"], f"{path}.producer")
     digests(value["artifacts"], f"{path}.artifacts")
     return value
 

@@ -22,8 +22,6 @@ from ..validation import (
 from .checks import (
     approvals_required,
     digests,
-    evidence_list,
-    evidence_missing,
     lease_ttl,
     no_private_reasoning,
     owner_with_lease,
@@ -32,7 +30,6 @@ from .checks import (
     start_deadline_for,
     strings,
     timestamp,
-    uncovered_criteria,
 )
 from .items import WorkItem, work_item_key
 from .leases import require_retry_due
@@ -299,33 +296,6 @@ def validate_block(body: dict[str, Any]) -> None:
     _validate_owner_body(body, ("required_resolution", "checkpoint"))
     check_text(body["required_resolution"], "$.required_resolution")
     _check_checkpoint(body["checkpoint"], "$.checkpoint")
-
-
-def validate_submit(body: dict[str, Any]) -> None:
-    _validate_owner_body(body, ("artifacts", "evidence"))
-    digests(body["artifacts"], "$.artifacts")
-    evidence_list(body["evidence"], "$.evidence")
-
-
-def decide_submit(view: View, command: Command) -> Decision:
-    """R10.2-11, R13.2-02; a former owner's result is kept for audit only (R11.5-02, R11.5-03)."""
-    item = require_item(view, command.body["work_item"])
-    if item.owner != command.actor and command.actor in item.former_owners:
-        payload = {
-            **command.body,
-            "former_owner": command.actor,
-            "current_ownership_epoch": item.ownership_epoch,
-        }
-        return Decision(
-            [NewEvent("work.late_result_recorded", payload)],
-            {"late_result": True, "state": item.state},
-            status=202,
-        )
-    item, _lease = owner_with_lease(view, command)
-    missing = uncovered_criteria(item, {e["criterion"] for e in command.body["evidence"]})
-    if missing:
-        raise evidence_missing(missing, f"no evidence for acceptance criteria {', '.join(missing)}")
-    return Decision([NewEvent("work.submitted", dict(command.body))])
 
 
 decide_progress = _recorded("work.progress_reported")

@@ -14,6 +14,7 @@ from .. import states as S
 from ..budgets import CHARGE_EVENTS, add_usage
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
+from .assessment import REQUESTED, fresh_review, with_evidence, with_request
 from .items import Lease, Offer, WorkItem, work_item_key
 
 HISTORY_LIMIT = 200  # the projection keeps the latest events; the log keeps them all
@@ -269,7 +270,13 @@ def _submitted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         item,
         state=S.SUBMITTED,
         lease=_close_lease(item, "released", fact),
-        submission={"artifacts": p["artifacts"], "evidence": p["evidence"]},
+        submission={
+            "artifacts": p["artifacts"],
+            "evidence": p["evidence"],
+            "outputs": p.get("outputs", {}),
+            "sequence": fact.sequence,
+        },
+        review=fresh_review(item.contract, fact.sequence, fact.actor),
     )
 
 
@@ -284,10 +291,14 @@ def _late_result_recorded(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem
         "lease_id": p.get("lease_id"),
         "artifacts": p.get("artifacts", []),
     }
+    keys = dict(item.late_result_keys)
+    if "late_result_key" in p:
+        keys[p["late_result_key"]] = fact.sequence
     return replace(
         item,
         late_results=item.late_results + 1,
         late_result_log=(*item.late_result_log, entry)[-LATE_RESULT_LIMIT:],
+        late_result_keys=keys,
     )
 
 
@@ -307,9 +318,19 @@ def _capability_issued(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
 @evolves("evidence.recorded", aggregate=WORK_ITEM)
 def _evidence_recorded(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     p = fact.payload
-    return replace(
-        item, evidence=(*item.evidence, {**p, "producer": p.get("producer", fact.actor)})
-    )
+    evidence = {**p, "producer": p.get("producer", fact.actor)}
+    review = item.review
+    if review is not None:
+        review = with_evidence(review, evidence, fact.sequence)
+    return replace(item, evidence=(*item.evidence, evidence), review=review)
+
+
+@evolves(REQUESTED, aggregate=WORK_ITEM)
+def _review_requested(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """A reviewer agent is asked for evidence (R13.2-03 step 3)."""
+    if item.review is None:
+        return item
+    return replace(item, review=with_request(item.review, fact.payload, fact.sequence))
 
 
 @evolves("work.result_accepted", aggregate=WORK_ITEM)

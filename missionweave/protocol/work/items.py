@@ -135,6 +135,11 @@ class WorkItem:
     #: late results of former owners, kept for audit (R11.5-02)
     late_result_log: tuple[dict[str, Any], ...] = ()
     reassignments: int = 0
+    #: the review of the latest submission (``assessment``: R13.2-03), kept after it
+    review: dict[str, Any] | None = None
+    #: each kept late result by "<former ownership epoch>:<content digest>" → its sequence:
+    #: a repeat is answered without being kept again (R11.5-02, bounded)
+    late_result_keys: dict[str, int] = field(default_factory=dict)
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -206,6 +211,8 @@ class WorkItem:
             "last_checkpoint": self.last_checkpoint,
             "late_result_log": list(self.late_result_log),
             "reassignments": self.reassignments,
+            "review": self.review,
+            "late_result_keys": dict(self.late_result_keys),
         }
 
     @classmethod
@@ -248,4 +255,6 @@ class WorkItem:
             last_checkpoint=data.get("last_checkpoint"),
             late_result_log=tuple(data.get("late_result_log", ())),
             reassignments=data.get("reassignments", 0),
+            review=data.get("review"),
+            late_result_keys=dict(data.get("late_result_keys", {})),
         )

@@ -19,6 +19,7 @@ from ..validation import (
     check_text,
     malformed,
 )
+from .assessment import require_not_owner
 from .checks import (
     BLOCKED_LEASE,
     MAX_SEQUENTIAL_OFFERS,
@@ -308,6 +309,7 @@ def decide_grant_execution(view: View, command: Command) -> Decision:
             f"{command.actor} asked for {item.id} and cannot approve its execution",
             requirement="R10.2-06",
         )
+    require_not_owner(item, command.actor, "approve the execution of")
     if command.actor in item.approvals:
         raise ProtocolError(
             ErrorCode.DUPLICATE_APPROVAL,

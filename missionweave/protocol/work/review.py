@@ -16,6 +16,11 @@ from ..validation import (
     check_text,
     malformed,
 )
+from .assessment import (
+    check_producer_and_method,
+    require_current_submission,
+    require_not_owner,
+)
 from .checks import (
     REVIEW_VERDICTS,
     check_evidence_item,
@@ -66,12 +71,22 @@ def validate_evidence_record(body: dict[str, Any]) -> None:
     if not isinstance(body.get("work_item"), str):
         raise malformed("missing field 'work_item'", "$.work_item")
     check_id(body["work_item"], "$.work_item")
-    check_evidence_item({k: v for k, v in body.items() if k != "work_item"}, "$")
+    submission = body.get("submission")
+    if "submission" in body and (isinstance(submission, bool) or not isinstance(submission, int)):
+        raise malformed("submission is the sequence of work.submitted", "$.submission")
+    check_evidence_item(
+        {k: v for k, v in body.items() if k not in ("work_item", "submission")}, "$"
+    )
 
 
 def decide_evidence_record(view: View, command: Command) -> Decision:
+    """R13.2-03, R13.2-04: evidence on the current submission, produced by its sender (the
+    authority's own for its checks), with its criterion's method; never by the item's owner."""
     item = require_item(view, command.body["work_item"])
     S.require_state(command.type, item.state, work_item=item.id)
+    require_not_owner(item, command.actor, "record a verdict on")
+    require_current_submission(item, command.body)
+    check_producer_and_method(item, command.body, command.actor, "$")
     return Decision([NewEvent("evidence.recorded", dict(command.body))])
 
 
@@ -102,6 +117,7 @@ def decide_accept_result(view: View, command: Command) -> Decision:
     criterion needs a human mission_owner's review (wire.md §9)."""
     item = require_item(view, command.body["work_item"])
     S.require_state(command.type, item.state, work_item=item.id)
+    require_not_owner(item, command.actor, "accept the result of")
     criteria = item.contract.get("acceptance_criteria", [])
     if any(c.get("method") == "human_review" for c in criteria) and not (
         is_human(command.actor) and "mission_owner" in command.actor_roles

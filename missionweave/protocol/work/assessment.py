@@ -1,0 +1,245 @@
+"""The review of a submission, in R13.2-03's order, as the authority keeps it (R13.2-01..04).
+
+A worker's claim is not enough (R13.2-01). When ``work.submitted`` is appended, the WorkItem
+starts a fresh ``review``: the authority's own checks it still owes — artifact integrity and
+output schemas (``authority:integrity``, step 1), then each deterministic criterion whose
+contract declares ``checks`` (step 2) — which a Celery task runs after commit and records as
+``evidence.recorded`` with producer ``authority``; ``review.requested`` asks a reviewer agent
+for evidence on ``agent_review`` criteria (step 3), answered by its ``evidence.record``; every
+piece of evidence is folded into a per-criterion summary (step 4), and all of it stays on the
+item for the final human approval (step 5). The checks inform the review; they do not change
+when ``work.accept_result`` is allowed.
+
+Who may judge: the item's owner never records a verdict on its own item, accepts its result
+or grants its execution (``SELF_APPROVAL``), whatever roles it also holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .. import states as S
+from ..errors import ErrorCode, ProtocolError
+from ..facts import Command, Decision, NewEvent, StateKey, View
+from ..identifiers import AUTHORITY
+from ..memberships import membership_key
+from ..validation import check_fields, check_id, check_principal, malformed
+from .checks import item_keys, require_item
+from .items import WorkItem
+
+#: the authority's own criterion for R13.2-03 step 1 (reserved: no contract declares it)
+INTEGRITY = "authority:integrity"
+REQUEST = "review.request"
+REQUESTED = "review.requested"
+
+
+def require_not_owner(item: WorkItem, actor: str, what: str) -> None:
+    """The owner does not judge its own work (R13.2-01): no verdict, acceptance or grant."""
+    if item.owner is not None and actor == item.owner:
+        raise ProtocolError(
+            ErrorCode.SELF_APPROVAL,
+            f"{actor} owns {item.id} and cannot {what} it",
+            requirement="R13.2-01",
+            details={"work_item": item.id},
+        )
+
+
+def check_producer_and_method(
+    item: WorkItem, evidence: dict[str, Any], actor: str, path: str
+) -> None:
+    """An evidence item's producer is its sender, and its method its criterion's (R13.2-04).
+
+    Only the authority records evidence on its own criterion (``authority:integrity``)."""
+    if evidence["producer"] != actor:
+        raise malformed(f"the producer is the sender, {actor}", f"{path}.producer", "R13.2-04")
+    criterion = criteria_by_id(item).get(evidence["criterion"])
+    if evidence["criterion"] == INTEGRITY and actor != AUTHORITY:
+        raise malformed(
+            f"{INTEGRITY} is recorded by the authority", f"{path}.criterion", "R13.2-03"
+        )
+    if criterion is not None and evidence["method"] != criterion.get("method"):
+        raise malformed(
+            f"criterion {criterion['id']} is judged by {criterion.get('method')}",
+            f"{path}.method",
+            "R13.2-04",
+        )
+
+
+def criteria_by_id(item: WorkItem) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in item.contract.get("acceptance_criteria", [])}
+
+
+def owed_checks(contract: dict[str, Any]) -> list[str]:
+    """The evidence the authority owes a fresh submission, in R13.2-03 order."""
+    owed = [INTEGRITY]
+    for criterion in contract.get("acceptance_criteria", []):
+        if criterion.get("method") == "deterministic" and criterion.get("checks"):
+            owed.append(criterion["id"])
+    return owed
+
+
+def fresh_review(contract: dict[str, Any], submission: int, submitter: str) -> dict[str, Any]:
+    """The review a ``work.submitted`` at ``submission`` by ``submitter`` opens."""
+    criteria = {
+        c["id"]: {"method": c.get("method"), "status": "claimed", "evidence": []}
+        for c in contract.get("acceptance_criteria", [])
+    }
+    criteria[INTEGRITY] = {"method": "deterministic", "status": "checking", "evidence": []}
+    review = {
+        "submission": submission,
+        "submitter": submitter,
+        "pending_checks": owed_checks(contract),
+        "requests": [],
+        "criteria": criteria,
+    }
+    return with_statuses(review)
+
+
+def with_evidence(
+    review: dict[str, Any], evidence: dict[str, Any], sequence: int
+) -> dict[str, Any]:
+    """``review`` after one more piece of evidence (R13.2-03 step 4)."""
+    criterion = evidence["criterion"]
+    producer = evidence["producer"]
+    entry = {
+        "sequence": sequence,
+        "producer": producer,
+        "method": evidence["method"],
+        "verdict": evidence["result"]["verdict"],
+        "summary": evidence["result"]["summary"],
+    }
+    criteria = dict(review["criteria"])
+    current = criteria.get(criterion, {"method": evidence["method"], "evidence": []})
+    criteria[criterion] = {**current, "evidence": [*current["evidence"], entry]}
+    pending = list(review["pending_checks"])
+    if producer == AUTHORITY and criterion in pending:
+        pending.remove(criterion)
+    requests = [
+        {**r, "answered": sorted({*r["answered"], criterion})}
+        if r["reviewer"] == producer and criterion in r["criteria"]
+        else r
+        for r in review["requests"]
+    ]
+    updated = {**review, "criteria": criteria, "pending_checks": pending, "requests": requests}
+    return with_statuses(updated)
+
+
+def with_request(review: dict[str, Any], request: dict[str, Any], sequence: int) -> dict[str, Any]:
+    entry = {
+        "sequence": sequence,
+        "reviewer": request["reviewer"],
+        "criteria": list(request["criteria"]),
+        "answered": [],
+    }
+    return with_statuses({**review, "requests": [*review["requests"], entry]})
+
+
+def with_statuses(review: dict[str, Any]) -> dict[str, Any]:
+    """Each criterion's status from its evidence: an independent ``fail`` wins, then
+    ``inconclusive``, then ``pass``; with only the worker's claim it is ``claimed`` — or
+    ``checking`` while the authority owes a check, ``awaiting_review`` while a reviewer is
+    asked (R13.2-01: a claim alone is never a pass)."""
+    awaiting = {
+        criterion
+        for request in review["requests"]
+        for criterion in request["criteria"]
+        if criterion not in request["answered"]
+    }
+    criteria = {}
+    for criterion, summary in review["criteria"].items():
+        independent = [
+            e["verdict"] for e in summary["evidence"] if e["producer"] != review["submitter"]
+        ]
+        if "fail" in independent:
+            status = "fail"
+        elif "inconclusive" in independent:
+            status = "inconclusive"
+        elif "pass" in independent:
+            status = "pass"
+        elif criterion in review["pending_checks"]:
+            status = "checking"
+        elif criterion in awaiting:
+            status = "awaiting_review"
+        else:
+            status = "claimed"
+        criteria[criterion] = {**summary, "status": status}
+    return {**review, "criteria": criteria}
+
+
+# --- review.request (R13.2-03 step 3) ---------------------------------------------------------
+
+
+def validate_request(body: dict[str, Any]) -> None:
+    check_fields(body, required=("work_item", "reviewer", "criteria"), optional=("submission",))
+    check_id(body["work_item"], "$.work_item")
+    check_principal(body["reviewer"], "$.reviewer")
+    criteria = body["criteria"]
+    if not isinstance(criteria, list) or not criteria:
+        raise malformed("criteria is a non-empty list of criterion ids", "$.criteria", "R13.2-03")
+    for index, criterion in enumerate(criteria):
+        if not isinstance(criterion, str):
+            raise malformed("a criterion id", f"$.criteria[{index}]", "R13.2-03")
+    if "submission" in body and (
+        isinstance(body["submission"], bool) or not isinstance(body["submission"], int)
+    ):
+        raise malformed("submission is the sequence of work.submitted", "$.submission")
+
+
+def keys_of_request(command: Command, view: View) -> set[StateKey]:
+    return {*item_keys(command, view), membership_key(command.body["reviewer"])}
+
+
+def decide_request(view: View, command: Command) -> Decision:
+    """A coordinator (or the authority, for the group's default reviewer) asks a reviewer
+    for evidence on ``agent_review`` criteria of the current submission."""
+    item = require_item(view, command.body["work_item"])
+    if item.state != S.SUBMITTED:  # beside the state table: it changes no state
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{item.id} is {item.state}: only a submission is reviewed",
+            requirement="R13.2-03",
+            details={"work_item": item.id, "state": item.state},
+        )
+    require_current_submission(item, command.body)
+    criteria = criteria_by_id(item)
+    for index, criterion in enumerate(command.body["criteria"]):
+        if criteria.get(criterion, {}).get("method") != "agent_review":
+            raise malformed(
+                "only agent_review criteria of the contract are asked of a reviewer",
+                f"$.criteria[{index}]",
+                "R13.2-03",
+            )
+    reviewer = command.body["reviewer"]
+    member = view.get(membership_key(reviewer))
+    if member is None or not member.active or "reviewer" not in member.roles:
+        raise ProtocolError(
+            ErrorCode.NOT_A_MEMBER,
+            f"{reviewer} is not a reviewer of this group",
+            requirement="R13.2-03",
+            details={"reviewer": reviewer},
+        )
+    require_not_owner(item, reviewer, "review")
+    payload = {**command.body, "submission": (item.review or {}).get("submission")}
+    return Decision([NewEvent(REQUESTED, payload)])
+
+
+def require_current_submission(item: WorkItem, body: dict[str, Any]) -> None:
+    """A check or request made for an earlier submission is not recorded against a later one."""
+    if "submission" not in body:
+        return
+    current = (item.review or {}).get("submission")
+    if body["submission"] != current:
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"submission {body['submission']} of {item.id} is not its current one ({current})",
+            requirement="R13.2-03",
+            details={"submission": current},
+        )
+
+
+def check_command_id(group: str, work_item: str, submission: int, what: str) -> str:
+    """The deterministic id of the authority's command for one step of one submission's
+    review: a rerun of the checks is an idempotent replay, never a second record."""
+    seed = f"{group}\n{work_item}\n{submission}\n{what}".encode()
+    return f"review-{hashlib.sha256(seed).hexdigest()[:40]}"

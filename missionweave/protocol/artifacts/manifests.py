@@ -29,14 +29,16 @@ from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, StateKey, View
 from ..identifiers import AUTHORITY
 from ..signing import verify
-from ..timefmt import format_timestamp
+from ..states import ACTIVE
 from ..validation import check_fields, check_id, check_principal, check_text, malformed
 from ..work.checks import (
     digests,
     item_keys,
     no_private_reasoning,
-    owner_with_lease,
+    require_current_lease_id,
     require_item,
+    require_live_lease,
+    require_owner,
     timestamp,
 )
 from ..work.items import WorkItem
@@ -155,8 +157,21 @@ def keys_of_record_manifest(command: Command, view: View) -> set[StateKey]:
 
 
 def decide_publish(view: View, command: Command) -> Decision:
-    """The owner publishes a manifest of bytes it may name, under its live lease (R13.1-03)."""
-    item, _lease = owner_with_lease(view, command)
+    """The owner publishes a manifest of bytes it may name, under its live lease (R13.1-03).
+
+    Beside the state table (it changes no state): the owner's checks of wire.md §8's
+    precedence, then ``active``, then a live lease."""
+    item = require_item(view, command.body["work_item"])
+    require_owner(item, command.actor)
+    require_current_lease_id(item, command.body["lease_id"])
+    if item.state != ACTIVE:
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{item.id} is {item.state}: artifacts are published while it is active",
+            requirement="R13.1-03",
+            details={"work_item": item.id, "state": item.state},
+        )
+    require_live_lease(item, command.now)
     manifest = command.body["manifest"]
     producer = manifest["producer"]
     if producer["agent"] != command.actor:
@@ -239,10 +254,6 @@ def unpublished(view: View, digests_: Sequence[str]) -> list[str]:
         if (record is None or record.manifest is None) and digest not in out:
             out.append(digest)
     return out
-
-
-def now_text(command: Command) -> str:
-    return format_timestamp(command.now)
 
 
 # --- rules -------------------------------------------------------------------------------

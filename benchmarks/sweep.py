@@ -36,13 +36,18 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
+from apps.artifacts.services import artifact_store
 from apps.ledger.models import Event
 from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.work.models import WorkItem
 from apps.work.sweeps import SweepReport, sweep_due
 from missionweave.protocol.envelope import signed_envelope
-from missionweave.protocol.examples import example_contract
+from missionweave.protocol.examples import (
+    INCIDENT_REPORTS,
+    INCIDENT_REPORTS_DIGEST,
+    example_contract,
+)
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
 from missionweave.protocol.work.items import WorkItem as WorkItemState
@@ -166,6 +171,11 @@ def _world(groups: int, prefix: str) -> tuple[list[str], BenchAgent, list[BenchA
     for gid in group_ids:
         services.group_create(body={"id": gid, "organization": organization, "name": gid})
     coordinator = _register(f"{prefix}-coord", organization)
+    # A contract names only stored inputs its sender may name (wire.md §9): the coordinator
+    # uploads the template contract's input first, as a real one would.
+    artifact_store(
+        principal=coordinator.principal, digest=INCIDENT_REPORTS_DIGEST, chunks=[INCIDENT_REPORTS]
+    )
     workers = [_register(f"{prefix}-w{n}", organization) for n in range(2)]
     for agent, role in ((coordinator, "coordinator"), *((w, "worker") for w in workers)):
         for gid in group_ids:

@@ -31,7 +31,8 @@ TABLE_ROW = re.compile(r"^\| (R10\.2-[0-9]{2}) \| (.*)$")
 # Where each rule that nothing cites yet is to be built: the open issue that owns it.
 WORKER_RUNTIME = "issue 14 (worker runtime)"
 PLANNED = [
-    ("R13.", "issue 11 (artifacts, evidence, context packages)"),
+    # the global scheduler that must not read confidential content is the worker runtime's
+    ("R13.3-08", WORKER_RUNTIME),
     ("R0-", WORKER_RUNTIME),
     ("R11.1-", WORKER_RUNTIME),
     ("R11.2-", WORKER_RUNTIME),

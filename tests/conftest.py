@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
@@ -15,6 +19,38 @@ from tests.factories import World, build_world
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
+
+
+#: the artifact folder this pytest process made (and removes when it ends), if any
+_ARTIFACT_DIR_MADE = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every process of the run keeps artifacts in one temporary folder, never the repository's
+    ``var/artifacts``.
+
+    A command may name only stored bytes (wire.md §9), so a test that uploads in this process
+    and then drives a daphne (``tests/live_server.py``) or a Celery worker
+    (``tests/celery_processes.py``) needs them to read the same folder. Those processes take
+    ``os.environ`` as it is when they start, and xdist workers inherit it from the controller,
+    whose ``pytest_configure`` runs before any of them exists: so the folder is chosen here,
+    once, and put in the environment. This process read its settings before this hook (pytest-
+    django loads them first), so its ``MWP_ARTIFACT_DIR`` is set to the same folder directly.
+    A folder given explicitly in the environment is kept.
+    """
+    folder = os.environ.get("MWP_ARTIFACT_DIR")
+    if not folder:
+        folder = tempfile.mkdtemp(prefix="mwp-test-artifacts-")
+        os.environ["MWP_ARTIFACT_DIR"] = folder
+        config.stash[_ARTIFACT_DIR_MADE] = Path(folder)
+    django_settings.MWP_ARTIFACT_DIR = Path(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    made = config.stash.get(_ARTIFACT_DIR_MADE, None)
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop("MWP_ARTIFACT_DIR", None)
 
 
 @pytest.fixture

@@ -12,7 +12,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EMBEDDED = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "MWP_AUTHORITY_KEY")
+#: what the suite's environment sets (tests/conftest.py: the run's artifact folder) and the
+#: embedded default leaves unset
+EMBEDDED = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "MWP_AUTHORITY_KEY",
+    "MWP_ARTIFACT_DIR",
+)
 
 
 def _python(code: str, var_dir: Path) -> subprocess.CompletedProcess[str]:

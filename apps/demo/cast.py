@@ -1,8 +1,9 @@
-"""The demo's cast for ``manage.py demo``: one group with a human admin, a coordinator agent
-and workers, open sessions, a few missions, and the two ways they submit commands (signed by
-an agent, or as the human admin) — all through the real services and the one write path, so
-the demo exercises exactly what production does. The story they act out is
-:mod:`apps.demo.story`.
+"""The demo's cast for ``manage.py demo``: one group with a human admin, a coordinator agent,
+workers and a reviewer agent, open sessions, a few missions, and the two ways they submit
+commands (signed by an agent, or as the human admin) — all through the real services and the
+one write path, so the demo exercises exactly what production does. Their artifacts go into
+the same store ``PUT /api/v1/artifacts/{digest}`` fills (:func:`upload_as`). The story they act
+out is :mod:`apps.demo.story`.
 
 Seeding is idempotent: identities are created once, memberships are granted only when they
 differ, and the seed missions use fixed command ids, so a second run is answered from the
@@ -22,11 +23,12 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from apps.artifacts.services import artifact_store
 from apps.ledger.write_path import Caller, Outcome, submit_as_human, submit_command
 from apps.registry import services
 from apps.registry.models import ApiToken
 from apps.work import sessions
-from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.canonical import canonical_bytes, sha256_digest
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import agent_principal, user_principal
@@ -46,6 +48,10 @@ GROUP = "g-demo"
 ADMIN_USERNAME = "admin"
 COORDINATOR = "demo-coordinator"
 WORKERS = ("demo-worker-1", "demo-worker-2")
+#: the group's reviewer agent: the default reviewer the authority asks (R13.2-03 step 3)
+REVIEWER = "demo-reviewer"
+#: every demo agent's Agent Card version, which its manifests name (R13.1-03)
+AGENT_CARD_VERSION = "1"
 DEMO_TOKEN_LABEL = "demo"  # noqa: S105 - a label, not a secret
 
 SEED_MISSIONS = (
@@ -77,6 +83,7 @@ class DemoWorld:
     api_token: str
     coordinator: DemoAgent
     workers: list[DemoAgent]
+    reviewer: DemoAgent
 
     @property
     def admin_principal(self) -> str:
@@ -84,15 +91,17 @@ class DemoWorld:
 
     def agent(self, principal: str) -> DemoAgent | None:
         """The demo agent behind ``principal`` (``None`` for a human or a stranger)."""
-        return next(
-            (a for a in (self.coordinator, *self.workers) if a.principal == principal), None
-        )
+        return next((a for a in self.agents if a.principal == principal), None)
+
+    @property
+    def agents(self) -> list[DemoAgent]:
+        return [self.coordinator, *self.workers, self.reviewer]
 
 
 def _agent_card(agent_id: str, capability: str) -> dict[str, Any]:
     return {
         "name": agent_id,
-        "version": "1",
+        "version": AGENT_CARD_VERSION,
         "capabilities": [{"id": capability, "version": "1"}],
         "max_concurrency": 2,
     }
@@ -217,6 +226,16 @@ def submit_as_admin(username: str, type_: str, body: dict[str, Any], *, command_
     )
 
 
+def upload_as(principal: str, data: bytes) -> str:
+    """Store ``data`` as uploaded by ``principal``; its digest. The demo acts in-process, so
+    it fills the store ``PUT /api/v1/artifacts/{digest}`` fills, with the same checks and the
+    same record of who uploaded what (what lets a command name it: wire.md §9). Storing bytes
+    already stored only refreshes that record, so every run may upload again."""
+    digest = sha256_digest(data)
+    artifact_store(principal=principal, digest=digest, chunks=[data])
+    return digest
+
+
 def mission_body(mission_id: str, goal: str) -> dict[str, Any]:
     return {
         "mission": mission_id,
@@ -232,13 +251,15 @@ def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
     services.group_create(body={"id": GROUP, "organization": ORGANIZATION, "name": "Demo group"})
     coordinator = _register(COORDINATOR, keys_dir, "mission.plan")
     workers = [_register(worker, keys_dir, "text.summarise") for worker in WORKERS]
+    reviewer = _register(REVIEWER, keys_dir, "text.review")
 
     _ensure_member(admin, admin.principal, ["admin", "mission_owner"])
     _ensure_member(admin, coordinator.principal, ["coordinator"])
     for worker in workers:
         _ensure_member(admin, worker.principal, ["worker"])
+    _ensure_member(admin, reviewer.principal, ["reviewer"])
 
-    for agent in (coordinator, *workers):
+    for agent in (coordinator, *workers, reviewer):
         open_session(agent)
     for mission_id, goal in SEED_MISSIONS:
         submit_as_agent(
@@ -247,4 +268,6 @@ def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
             mission_body(mission_id, goal),
             command_id=f"seed-{mission_id}",
         )
-    return DemoWorld(GROUP, ADMIN_USERNAME, password, _admin_token(), coordinator, workers)
+    return DemoWorld(
+        GROUP, ADMIN_USERNAME, password, _admin_token(), coordinator, workers, reviewer
+    )

@@ -1,12 +1,20 @@
 """The demo's story: WorkItems that move through the §10.2 lifecycle while someone watches.
 
-``seed_work`` leaves one WorkItem in each place worth showing: verified after a human review,
-active in a worker's hands, queued behind an execution approval that the human admin gives
-from the dashboard, waiting on a dependency, blocked by a child mission. ``tick`` is one beat
-of the live loop: a small state machine over the projections — for each WorkItem, "in state
-X, do the next step" — played by the coordinator and the two workers with signed commands
-through the one write path. Nothing here decides what is allowed: a refusal is the write
-path's answer, reported, and the loop goes on.
+``seed_work`` leaves one WorkItem in each place worth showing: verified after the authority's
+checks and a human review, active in a worker's hands, queued behind an execution approval
+that the human admin gives from the dashboard, waiting on a dependency, blocked by a child
+mission. ``tick`` is one beat of the live loop: a small state machine over the projections —
+for each WorkItem, "in state X, do the next step" — played by the coordinator, the two workers
+and the reviewer with signed commands through the one write path. Nothing here decides what is
+allowed: a refusal is the write path's answer, reported, and the loop goes on.
+
+Artifacts and evidence (R13.1, R13.2): the coordinator uploads a contract's input before it
+authorises the work; a worker uploads its JSON report, publishes a manifest it signs and
+submits the report as the contract's ``summary`` output. The authority's review — integrity
+and the contract's deterministic ``checks`` — runs in the Celery worker ``manage.py demo``
+starts, which then asks the group's reviewer agent; the reviewer answers on the next beat and
+the coordinator accepts once every criterion passed. The loop never plays the authority; the
+seed calls the same review service once, so its verified WorkItem shows the checks at once.
 
 Restarts: seed commands have fixed ids, so a second run replays them from the idempotency
 records; their times come from the first seeding (kept in the first WorkItem's contract), so
@@ -17,6 +25,7 @@ stopped.
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,10 +35,14 @@ from typing import Any
 
 from django.utils import timezone
 
+from apps.artifacts.models import GroupArtifact
 from apps.ledger.write_path import Outcome
+from apps.work import reviews
 from apps.work.models import Mission, WorkItem
+from apps.work.tasks import STORE
+from missionweave.client.artifacts import build_manifest, signed_manifest
 from missionweave.protocol import states as S
-from missionweave.protocol.canonical import sha256_digest
+from missionweave.protocol.canonical import digest, sha256_digest
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
@@ -37,7 +50,15 @@ from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import Offer
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .cast import GROUP, DemoWorld, mission_body, submit_as_admin, submit_as_agent
+from .cast import (
+    AGENT_CARD_VERSION,
+    GROUP,
+    DemoWorld,
+    mission_body,
+    submit_as_admin,
+    submit_as_agent,
+    upload_as,
+)
 
 #: seed times: offers and deadlines this far after the first seeding
 SEED_HORIZON = timedelta(days=30)
@@ -57,6 +78,26 @@ URGENT_SHARE = 0.3
 REJECT_RATE = 0.15
 CHECKPOINT_RATE = 0.35
 FAIL_RATE = 0.1
+
+#: what the demo's workers say produced their reports (a manifest's ``producer.version``)
+SOFTWARE = "missionweave-demo-worker/1"
+#: the report every demo contract asks for, and the schema the authority checks it against
+OUTPUT = "summary"
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["status", "coverage", "findings"],
+    "properties": {
+        "status": {"type": "string"},
+        "coverage": {"type": "number"},
+        "findings": {"type": "array", "items": {"type": "string"}},
+    },
+}
+#: the deterministic criterion's checks, run by the authority (R13.2-03 step 2)
+CHECKS = (
+    {"check": "digest_present", "output": OUTPUT},
+    {"check": "json_path_equals", "output": OUTPUT, "path": "$.status", "value": "complete"},
+    {"check": "json_path_within", "output": OUTPUT, "path": "$.coverage", "min": 0.8, "max": 1},
+)
 
 LIVE_PREFIX = "m-"
 LIVE_GOALS = (
@@ -84,6 +125,26 @@ CHILD_ITEM = "demo-wi-terms-read"  # open, in the child mission
 # --- command bodies (the seed and the live loop build the same ones) ----------------------
 
 
+def source_bytes(goal: str) -> bytes:
+    """The input a contract names: the coordinator uploads it before authorising the work,
+    since a contract may only name what its sender may read or a member uploaded (wire.md
+    §9, "A digest is not a key")."""
+    return f"Sources for: {goal}\n".encode()
+
+
+def report_bytes(work_item: str, attempt: int) -> bytes:
+    """A worker's result: a JSON report its contract's schema and checks accept, different
+    for each attempt (an artifact's manifest is recorded once per group, R13.1-01)."""
+    report = {
+        "work_item": work_item,
+        "attempt": attempt,
+        "status": "complete",
+        "coverage": 0.95,
+        "findings": [f"every source of {work_item} read and summarised"],
+    }
+    return json.dumps(report, sort_keys=True).encode()
+
+
 def contract(
     goal: str,
     deadline: str,
@@ -92,8 +153,11 @@ def contract(
     human_review: bool = False,
     approval: bool = False,
 ) -> dict[str, Any]:
-    """A Work Contract (wire.md §10). Without ``human_review`` the coordinator may accept the
-    result itself; with ``approval`` a human mission_owner must approve execution first."""
+    """A Work Contract (wire.md §10) whose ``summary`` output has an inline JSON Schema and
+    whose first criterion carries ``checks``, so the authority checks every result itself
+    (R13.2-03 steps 1–2). The second criterion is ``agent_review`` — the group's reviewer
+    agent is asked (step 3) — or, with ``human_review``, the human admin's, who must then
+    accept the result. With ``approval`` a human mission_owner must approve execution first."""
     review = (
         ("human_review", "Accurate and neutral")
         if human_review
@@ -103,13 +167,15 @@ def contract(
         goal=goal,
         deadline=deadline,
         urgency=urgency,
-        inputs=[{"ref": sha256_digest(goal.encode())}],
+        outputs=[{"name": OUTPUT, "media_type": "application/json", "schema": SUMMARY_SCHEMA}],
+        inputs=[{"ref": sha256_digest(source_bytes(goal))}],
         acceptance_criteria=[
             {
                 "id": "c1",
-                "description": "Covers every source",
+                "description": "Complete, and covers at least 80% of the sources",
                 "method": "deterministic",
                 "evidence": ["test_result"],
+                "checks": [dict(check) for check in CHECKS],
             },
             {"id": "c2", "description": review[1], "method": review[0], "evidence": ["review"]},
         ],
@@ -177,19 +243,16 @@ def usage_body(work_item: str, lease_id: str) -> dict[str, Any]:
     }
 
 
-def artifact(work_item: str, attempt: int) -> str:
-    return sha256_digest(f"{work_item} attempt {attempt}".encode())
-
-
 def evidence(
     contract_: dict[str, Any], producer: str, artifact_: str, *, verdict: str = "pass"
 ) -> list[dict[str, Any]]:
-    """Evidence for every acceptance criterion (R13.2-02); an agent checks, it does not give
-    a human review, so its method is ``agent_review`` where the criterion asks for more."""
+    """The worker's claim for every acceptance criterion (R13.2-02), each with its criterion's
+    method (R13.2-04). A claim passes nothing by itself (R13.2-01): the authority's checks,
+    the reviewer and the admin decide."""
     return [
         {
             "criterion": criterion["id"],
-            "method": "deterministic" if criterion["method"] == "deterministic" else "agent_review",
+            "method": criterion["method"],
             "result": {
                 "verdict": verdict,
                 "summary": f"{criterion['description']}: {verdict}",
@@ -215,16 +278,73 @@ def review_body(work_item: str, contract_: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def review_evidence(work_item: str, contract_: dict[str, Any], producer: str) -> dict[str, Any]:
-    """A reviewer's own evidence on the last criterion (``evidence.record``)."""
-    criterion = contract_["acceptance_criteria"][-1]
-    return {
+def review_evidence(
+    work_item: str,
+    criterion: dict[str, Any],
+    producer: str,
+    *,
+    artifacts: Sequence[str] = (),
+    submission: int | None = None,
+) -> dict[str, Any]:
+    """A reviewer's own evidence on one criterion (``evidence.record``), for the submission
+    it was asked about when it knows which."""
+    body = {
         "work_item": work_item,
         "criterion": criterion["id"],
         "method": criterion["method"],
         "result": {"verdict": "pass", "summary": "Read it through; reads well.", "data": {}},
         "producer": producer,
-        "artifacts": [],
+        "artifacts": list(artifacts),
+    }
+    if submission is not None:
+        body["submission"] = submission
+    return body
+
+
+def publish_body(
+    world: DemoWorld,
+    *,
+    owner: str,
+    item: WorkItemState,
+    lease_id: str,
+    report: bytes,
+    created_at: str,
+) -> dict[str, Any]:
+    """``artifact.publish`` of a worker's report: the manifest of wire.md §9 (R13.1-03),
+    built and signed with the worker's key as ``AgentClient.publish`` does, citing the
+    contract's inputs as its sources (R13.1-04)."""
+    agent = world.agent(owner)
+    assert agent is not None, owner
+    manifest = build_manifest(
+        digest=sha256_digest(report),
+        size=len(report),
+        media_type="application/json",
+        schema=digest(SUMMARY_SCHEMA),
+        producer=owner,
+        version=SOFTWARE,
+        agent_card_version=AGENT_CARD_VERSION,
+        mission=item.mission,
+        work_item=item.id,
+        sources=[ref["ref"] for ref in item.contract.get("inputs", [])],
+        tool_versions={"demo-summariser": "1"},
+        created_at=created_at,
+        classification="internal",
+    )
+    return {
+        "work_item": item.id,
+        "lease_id": lease_id,
+        "manifest": signed_manifest(agent.key, manifest),
+    }
+
+
+def submit_body(item: WorkItemState, owner: str, lease_id: str, produced: str) -> dict[str, Any]:
+    """``work.submit`` with the report mapped to the contract's output (R13.2-02)."""
+    return {
+        "work_item": item.id,
+        "lease_id": lease_id,
+        "artifacts": [produced],
+        "outputs": {OUTPUT: produced},
+        "evidence": evidence(item.contract, owner, produced),
     }
 
 
@@ -252,6 +372,7 @@ def _seed_deadline() -> str:
 def seed_work(world: DemoWorld) -> None:
     """Put the seed WorkItems in their places; on later runs every command is a replay."""
     deadline = _seed_deadline()
+    seeded_at = format_timestamp(parse_timestamp(deadline) - SEED_HORIZON)
     coordinator, admin = world.coordinator.principal, world.admin_principal
     worker1, worker2 = (worker.principal for worker in world.workers)
 
@@ -260,6 +381,7 @@ def seed_work(world: DemoWorld) -> None:
 
     def authorize(item: str, mission: str, goal: str, *deps: str, **terms: Any) -> dict[str, Any]:
         contract_ = contract(goal, deadline, **terms)
+        upload_as(coordinator, source_bytes(goal))  # the input first (wire.md §9)
         body = authorize_body(item, mission, contract_, deps)
         step(coordinator, item, "authorize", "work.authorize", body)
         return contract_
@@ -287,15 +409,21 @@ def seed_work(world: DemoWorld) -> None:
     offer_to(SUMMARY, "urgent", worker1, worker2)
     lease = start(worker1, SUMMARY)
     step(worker1, SUMMARY, "usage", "work.usage", usage_body(SUMMARY, lease))
-    produced = artifact(SUMMARY, 1)
-    submitted = {
-        "work_item": SUMMARY,
-        "lease_id": lease,
-        "artifacts": [produced],
-        "evidence": evidence(summary, worker1, produced),
-    }
-    step(worker1, SUMMARY, "submit", "work.submit", submitted)
-    step(admin, SUMMARY, "evidence", "evidence.record", review_evidence(SUMMARY, summary, admin))
+    report = report_bytes(SUMMARY, 1)
+    produced = upload_as(worker1, report)
+    state = WorkItem.objects.get(group_id=GROUP, work_item_id=SUMMARY).to_state()
+    published_ = publish_body(
+        world, owner=worker1, item=state, lease_id=lease, report=report, created_at=seeded_at
+    )
+    step(worker1, SUMMARY, "publish", "artifact.publish", published_)
+    step(worker1, SUMMARY, "submit", "work.submit", submit_body(state, worker1, lease, produced))
+    # The authority's checks, run here once by the same service as its Celery task, so the
+    # seeded result shows them at once; on a later run the item is verified and this is a
+    # no-op (R13.2-03 steps 1-2).
+    reviews.review_submission(STORE, GROUP, SUMMARY)
+    human = summary["acceptance_criteria"][-1]
+    judged = review_evidence(SUMMARY, human, admin, artifacts=[produced])
+    step(admin, SUMMARY, "evidence", "evidence.record", judged)
     step(admin, SUMMARY, "accept-result", "work.accept_result", review_body(SUMMARY, summary))
 
     # active: offered to worker 2, then worker 1 in turn; worker 2 takes it and reports progress
@@ -328,12 +456,14 @@ def seed_work(world: DemoWorld) -> None:
 
 @dataclass(frozen=True)
 class Step:
-    """One command the loop will send; ``expect`` names a refusal that is part of the story."""
+    """One command the loop will send; ``expect`` names a refusal that is part of the story;
+    ``uploads`` are the bytes the actor stores first, so the command may name them."""
 
     actor: str
     type: str
     body: dict[str, Any]
     expect: ErrorCode | None = None
+    uploads: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -382,6 +512,8 @@ def tick(world: DemoWorld, rng: random.Random) -> list[str]:
 
 def run(world: DemoWorld, step: Step) -> str:
     target = step.body.get("work_item") or step.body.get("mission", "")
+    for data in step.uploads:
+        upload_as(step.actor, data)
     try:
         outcome = submit_as(world, step.actor, step.type, step.body, f"live-{uuid.uuid4().hex}")
     except ProtocolError as refusal:
@@ -417,8 +549,9 @@ def authorize_plan(scene: Scene, mission: str, goal: str, *, gate: bool) -> list
     before: list[str] = []
     for suffix, item_goal in LIVE_PLAN:
         urgency = "high" if scene.rng.random() < URGENT_SHARE else "normal"
+        text = item_goal.format(goal=goal)
         contract_ = contract(
-            item_goal.format(goal=goal),
+            text,
             scene.later(LIVE_HORIZON),
             urgency=urgency,
             approval=gate and not before,
@@ -429,6 +562,7 @@ def authorize_plan(scene: Scene, mission: str, goal: str, *, gate: bool) -> list
                 scene.coordinator,
                 "work.authorize",
                 authorize_body(item, mission, contract_, before),
+                uploads=(source_bytes(text),),
             )
         )
         before = [item]
@@ -519,30 +653,97 @@ def on_active(scene: Scene, item: WorkItemState) -> list[Step]:
                 {"work_item": item.id, "lease_id": lease_id, "checkpoint": checkpoint},
             )
         ]
-    produced = artifact(item.id, item.attempts)
+    report = report_bytes(item.id, item.attempts)
+    produced = sha256_digest(report)
     if scene.rng.random() < FAIL_RATE:
         failure = evidence(item.contract, owner, produced, verdict="fail")[:1]
         body = {"work_item": item.id, "lease_id": lease_id, "evidence": failure}
-        return [Step(owner, "work.fail", body)]
-    body = {
-        "work_item": item.id,
-        "lease_id": lease_id,
-        "artifacts": [produced],
-        "evidence": evidence(item.contract, owner, produced),
-    }
-    return [Step(owner, "work.submit", body)]
+        return [Step(owner, "work.fail", body, uploads=(report,))]
+    steps = []
+    if not published(produced):
+        body = publish_body(
+            scene.world,
+            owner=owner,
+            item=item,
+            lease_id=lease_id,
+            report=report,
+            created_at=scene.later(timedelta()),
+        )
+        steps.append(Step(owner, "artifact.publish", body, uploads=(report,)))
+    return [*steps, Step(owner, "work.submit", submit_body(item, owner, lease_id, produced))]
 
 
 def on_submitted(scene: Scene, item: WorkItemState) -> list[Step]:
-    """The coordinator reviews; a ``human_review`` criterion needs the human admin (R13.2-03)."""
+    """The review, in R13.2-03's order: wait while the authority still checks (steps 1–2,
+    in the Celery worker); the demo's reviewer answers what it was asked (step 3); the admin
+    gives a ``human_review`` criterion its verdict; the coordinator judges the combined
+    evidence (step 4) — or the admin where a human must accept (step 5)."""
     criteria = item.contract["acceptance_criteria"]
     human = any(c["method"] == "human_review" for c in criteria)
-    reviewer = scene.world.admin_principal if human else scene.coordinator
-    if not item.evidence:
+    judge = scene.world.admin_principal if human else scene.coordinator
+    if item.review is None:  # submitted before reviews were kept: nothing to wait for
+        return [Step(judge, "work.accept_result", review_body(item.id, item.contract))]
+    status = {name: entry["status"] for name, entry in item.review["criteria"].items()}
+    if "checking" in status.values():
+        return []
+    answers = reviewer_answers(scene, item)
+    if answers or "awaiting_review" in status.values():
+        return answers  # or someone else's reviewer is still reading
+    outputs = list((item.submission or {}).get("artifacts", []))
+    unjudged = [c for c in criteria if status.get(c["id"], "claimed") == "claimed"]
+    if unjudged:
+        # only the worker's claim so far (R13.2-01): the judge looks itself, never the owner
         return [
-            Step(reviewer, "evidence.record", review_evidence(item.id, item.contract, reviewer))
+            Step(judge, "evidence.record", review_evidence(item.id, c, judge, artifacts=outputs))
+            for c in unjudged
         ]
-    return [Step(reviewer, "work.accept_result", review_body(item.id, item.contract))]
+    failing = [name for name, verdict in status.items() if verdict in ("fail", "inconclusive")]
+    if failing:
+        body = {"work_item": item.id, "evidence": failure_evidence(item, failing, judge)}
+        return [Step(scene.coordinator, "work.fail", body)]
+    return [Step(judge, "work.accept_result", review_body(item.id, item.contract))]
+
+
+def reviewer_answers(scene: Scene, item: WorkItemState) -> list[Step]:
+    """``evidence.record`` by a demo reviewer for each criterion it was asked about and has
+    not answered, on the submission it was asked about (R13.2-03 step 3)."""
+    review = item.review or {}
+    criteria = {c["id"]: c for c in item.contract["acceptance_criteria"]}
+    outputs = list((item.submission or {}).get("artifacts", []))
+    return [
+        Step(
+            request["reviewer"],
+            "evidence.record",
+            review_evidence(
+                item.id,
+                criteria[name],
+                request["reviewer"],
+                artifacts=outputs,
+                submission=review["submission"],
+            ),
+        )
+        for request in review.get("requests", [])
+        if scene.world.agent(request["reviewer"]) is not None
+        for name in request["criteria"]
+        if name not in request["answered"] and name in criteria
+    ]
+
+
+def failure_evidence(
+    item: WorkItemState, failing: list[str], producer: str
+) -> list[dict[str, Any]]:
+    """What the coordinator fails a result with: the criteria the review did not pass."""
+    methods = {c["id"]: c["method"] for c in item.contract["acceptance_criteria"]}
+    return [
+        {
+            "criterion": name,
+            "method": methods.get(name, "deterministic"),
+            "result": {"verdict": "fail", "summary": f"{name} did not pass review", "data": {}},
+            "producer": producer,
+            "artifacts": [],
+        }
+        for name in failing
+    ]
 
 
 def on_failed(scene: Scene, item: WorkItemState) -> list[Step]:
@@ -579,6 +780,13 @@ def live_offers(item: WorkItemState, now: datetime) -> list[Offer]:
         ),
         key=lambda o: o.rank,
     )
+
+
+def published(produced: str) -> bool:
+    """Whether ``produced`` already has its manifest in the group (recorded once, R13.1-01):
+    a submission refused after its publish is sent again without publishing twice."""
+    row = GroupArtifact.objects.filter(group_id=GROUP, digest=produced).first()
+    return row is not None and row.data.get("manifest") is not None
 
 
 def since_started(item: WorkItemState) -> list[str]:

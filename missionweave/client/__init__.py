@@ -8,13 +8,21 @@ checks. ``tests/protocol/test_purity.py`` proves it imports no Django.
 from __future__ import annotations
 
 from .agent import AgentClient, CommandResult, Membership, Session
-from .errors import ApiError, ChainBroken, ClientError, SnapshotRejected, Unavailable
+from .errors import (
+    ApiError,
+    ArtifactMismatch,
+    ChainBroken,
+    ClientError,
+    SnapshotRejected,
+    Unavailable,
+)
 from .feed import CursorStore, EventFeed
 from .stream import StreamError, StreamFollower
 
 __all__ = [
     "AgentClient",
     "ApiError",
+    "ArtifactMismatch",
     "ChainBroken",
     "ClientError",
     "CommandResult",

@@ -11,24 +11,31 @@ The client owns what an agent must get right to be safe on a flaky network:
 * a 401 ``STALE_SESSION`` (another process opened a newer session for this agent, R11.3-10)
   reopens the session and resends; a 403 ``STALE_MEMBERSHIP`` re-reads the memberships and
   resends once, signed with the new membership epoch.
+
+Artifacts (wire.md §4, §9) travel the same way: ``upload`` hashes before it sends, so the
+digest in the URL is the content's and a retry is the same idempotent ``PUT``; ``download``
+verifies the digest while it receives (R13.1-05); ``publish`` and ``submit_work`` are signed
+commands built from what was uploaded (R13.1-03, R13.2-02).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, overload
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.canonical import canonical_bytes, is_digest
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ProtocolError
 from missionweave.protocol.identifiers import agent_principal
@@ -36,7 +43,18 @@ from missionweave.protocol.signing import document_signature_holds, parse_public
 from missionweave.protocol.strictjson import parse as parse_json
 from missionweave.protocol.timefmt import format_timestamp
 
-from .errors import ApiError, Unavailable
+from .artifacts import (
+    CHUNK_BYTES,
+    DEFAULT_CLASSIFICATION,
+    OCTET_STREAM,
+    SOFTWARE_VERSION,
+    build_manifest,
+    payload_of,
+    receive_bytes,
+    receive_file,
+    signed_manifest,
+)
+from .errors import ApiError, ClientError, Unavailable
 
 API_PREFIX = "/api/v1"
 
@@ -88,6 +106,9 @@ class AgentClient:
 
     ``transport`` is any ``httpx.BaseTransport`` (tests wrap the real one to lose answers or
     tamper with events); ``sleep`` is injectable so backoff costs nothing in tests.
+    ``agent_card_version`` (the ``version`` of this agent's current Agent Card) and
+    ``software_version`` (the producing software) go into every manifest it publishes
+    (R13.1-03): the authority keeps the card but serves it to no agent, so the agent says it.
     """
 
     def __init__(
@@ -103,6 +124,8 @@ class AgentClient:
         max_backoff_s: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
         authority_key: Ed25519PublicKey | None = None,
+        agent_card_version: str | None = None,
+        software_version: str = SOFTWARE_VERSION,
     ) -> None:
         self.agent_id = agent_id
         self.principal = agent_principal(agent_id)
@@ -118,6 +141,10 @@ class AgentClient:
         self._authority_key = authority_key
         # the stream follower's thread and the caller's share the session: one opens it
         self._session_lock = threading.RLock()
+        self.agent_card_version = agent_card_version
+        self.software_version = software_version
+        # digest -> size of what this client uploaded: a manifest states the stored size
+        self._sizes: dict[str, int] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -266,6 +293,175 @@ class AgentClient:
             raise ApiError(200, "HEAD_NOT_SIGNED", "the head is not signed by the authority")
         return head
 
+    # -- artifacts (wire.md §4, §9) --------------------------------------------------------------
+
+    def upload(
+        self,
+        data: bytes | bytearray | memoryview | os.PathLike[str],
+        *,
+        content_type: str = OCTET_STREAM,
+    ) -> str:
+        """``PUT /artifacts/{digest}``: store bytes in hand or a file's content; its digest.
+
+        The digest is computed first (a file is hashed, then streamed in 1 MiB chunks with
+        its ``Content-Length``, so the authority can refuse an oversized one before reading
+        it). 201 and 200 (already stored) are both success: the content is immutable
+        (R13.1-01), so uploading it again is harmless and a retry is the same request. A
+        refusal is ``ApiError`` (``TOO_LARGE``, ``ARTIFACT_HASH_MISMATCH``, ...).
+        """
+        payload = payload_of(data)
+
+        def attempt() -> httpx.Response:
+            headers = {
+                **self._auth(),
+                "Content-Type": content_type,
+                "Content-Length": str(payload.size),
+            }
+            return self._http.put(
+                f"/artifacts/{payload.digest}", content=payload.chunks(), headers=headers
+            )
+
+        self._with_session(attempt)
+        self._sizes[payload.digest] = payload.size
+        return payload.digest
+
+    @overload
+    def download(self, digest: str, *, to: None = None) -> bytes: ...
+
+    @overload
+    def download(self, digest: str, *, to: str | os.PathLike[str]) -> Path: ...
+
+    def download(self, digest: str, *, to: str | os.PathLike[str] | None = None) -> bytes | Path:
+        """``GET /artifacts/{digest}``, verified against the digest as it streams (R13.1-05).
+
+        Without ``to`` the verified bytes are returned; with it they are written there
+        (through a temporary file renamed into place once verified) and the path returned.
+        Bytes that do not hash to ``digest`` raise ``ArtifactMismatch`` at once, not retried,
+        and leave nothing behind. The authority's own refusal to serve an object that no
+        longer matches is ``ApiError`` 409 ``ARTIFACT_CORRUPTED``; one this agent may not
+        read is 404 ``NOT_FOUND``, like one never stored. A connection lost halfway is
+        retried from the start.
+        """
+        if not is_digest(digest):
+            raise ValueError(f"not a digest: {digest!r} (expected sha256:<64 lowercase hex>)")
+        target = Path(to) if to is not None else None
+        received: list[bytes | Path] = []
+
+        def attempt() -> httpx.Response:
+            with self._http.stream("GET", f"/artifacts/{digest}", headers=self._auth()) as response:
+                if response.status_code != 200:
+                    response.read()  # a refusal's error document
+                    return response
+                chunks = response.iter_bytes(CHUNK_BYTES)
+                if target is None:
+                    received[:] = [receive_bytes(chunks, digest)]
+                else:
+                    received[:] = [receive_file(chunks, digest, target)]
+                return response
+
+        self._with_session(attempt)
+        return received[0]
+
+    def artifact_size(self, digest: str) -> int:
+        """The stored size of an artifact this agent may read (``HEAD /artifacts/{digest}``)."""
+        if digest not in self._sizes:
+            response = self._with_session(
+                lambda: self._http.head(f"/artifacts/{digest}", headers=self._auth())
+            )
+            self._sizes[digest] = int(response.headers["content-length"])
+        return self._sizes[digest]
+
+    def publish(
+        self,
+        group: str,
+        work_item: str,
+        lease_id: str,
+        *,
+        digest: str,
+        media_type: str,
+        schema: str | None = None,
+        mission: str | None = None,
+        sources: Sequence[str] = (),
+        tool_versions: Mapping[str, str] | None = None,
+        classification: str = DEFAULT_CLASSIFICATION,
+        created_at: str | None = None,
+        size: int | None = None,
+        version: str | None = None,
+        agent_card_version: str | None = None,
+        sign: bool = True,
+        command_id: str | None = None,
+    ) -> CommandResult:
+        """``artifact.publish``: the manifest of an uploaded artifact (R13.1-03).
+
+        Built here from what the agent knows: ``size`` from its upload (else ``HEAD``),
+        ``mission`` from the WorkItem (read once when not given), ``producer`` this agent at
+        ``agent_card_version`` running ``version`` (the client's defaults unless given), the
+        authority's ``uri``. With ``sign`` the agent signs the canonical manifest with its
+        own key, so the manifest verifies as the producer's outside the authority; without,
+        the authority signs it as it records it (the event's ``signed_by`` says which).
+        The manifest is built once, so a retry sends the same content under the same id.
+        """
+        card = agent_card_version or self.agent_card_version
+        if card is None:
+            raise ClientError(
+                "publish needs this agent's Agent Card version: pass agent_card_version "
+                "to AgentClient or to publish (R13.1-03)"
+            )
+        if mission is None:
+            mission = str(self.get_json(f"/groups/{group}/work-items/{work_item}")["mission"])
+        manifest = build_manifest(
+            digest=digest,
+            size=size if size is not None else self.artifact_size(digest),
+            media_type=media_type,
+            schema=schema,
+            producer=self.principal,
+            version=version or self.software_version,
+            agent_card_version=card,
+            mission=mission,
+            work_item=work_item,
+            sources=sources,
+            tool_versions=tool_versions or {},
+            created_at=created_at or format_timestamp(datetime.now(UTC)),
+            classification=classification,
+        )
+        if sign:
+            manifest = signed_manifest(self._key, manifest)
+        body = {"work_item": work_item, "lease_id": lease_id, "manifest": manifest}
+        return self.submit(group, "artifact.publish", body, command_id)
+
+    def submit_work(
+        self,
+        group: str,
+        work_item: str,
+        lease_id: str,
+        *,
+        outputs: Mapping[str, str],
+        evidence: Sequence[Mapping[str, Any]],
+        artifacts: Sequence[str] | None = None,
+        command_id: str | None = None,
+    ) -> CommandResult:
+        """``work.submit``: the result, with evidence for every acceptance criterion
+        (R13.2-02) and ``outputs`` naming which artifact is which declared output.
+
+        ``artifacts`` defaults to the distinct digests of ``outputs``. An evidence item
+        without ``producer`` gets this agent (the authority requires the sender, R13.2-04),
+        one without ``artifacts`` an empty list. A former owner's submission is answered 202
+        (``CommandResult.status``): kept for audit, state unchanged (R11.5-02).
+        """
+        submitted = (
+            list(artifacts) if artifacts is not None else list(dict.fromkeys(outputs.values()))
+        )
+        items = [{"producer": self.principal, "artifacts": [], **item} for item in evidence]
+        body: dict[str, Any] = {
+            "work_item": work_item,
+            "lease_id": lease_id,
+            "artifacts": submitted,
+            "evidence": items,
+        }
+        if outputs:
+            body["outputs"] = dict(outputs)
+        return self.submit(group, "work.submit", body, command_id)
+
     # -- machinery ------------------------------------------------------------------------------
 
     def current_session(self) -> Session:
@@ -294,7 +490,7 @@ class AgentClient:
         if response.status_code == 401 and _code(response) == "STALE_SESSION":
             self.renew_session(token)
             response = self._retrying(attempt)
-        self._ok(response)
+        self._refused(response)
         return response
 
     def _retrying(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
@@ -319,13 +515,23 @@ class AgentClient:
 
     @staticmethod
     def _ok(response: httpx.Response) -> dict[str, Any]:
-        try:
-            document = response.json()
-        except ValueError:
-            document = None
-        if response.status_code >= 400:
-            raise ApiError.from_response(response.status_code, document)
+        AgentClient._refused(response)
+        document = _document(response)
         return document if isinstance(document, dict) else {}
+
+    @staticmethod
+    def _refused(response: httpx.Response) -> None:
+        """Raise the refusal a 4xx answer carries. A success is not parsed here: its body
+        may be an artifact's bytes, already consumed as a stream."""
+        if response.status_code >= 400:
+            raise ApiError.from_response(response.status_code, _document(response))
+
+
+def _document(response: httpx.Response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _code(response: httpx.Response) -> str:

@@ -71,3 +71,17 @@ class SnapshotRejected(ChainBroken):
     def __init__(self, group: str, sequence: int, what: str, reason: str) -> None:
         super().__init__(group, sequence, f"snapshot refused ({what}): {reason}")
         self.what = what
+
+
+class ArtifactMismatch(ClientError):
+    """The bytes received for an artifact do not hash to its digest (R13.1-05): changed in
+    transit, since the authority verifies them before it sends them. Nothing of them was
+    returned or left on disk; ``actual`` is what they hashed to, ``size`` how many arrived."""
+
+    def __init__(self, digest: str, actual: str, size: int) -> None:
+        super().__init__(
+            f"artifact {digest}: the {size} bytes received hash to {actual}; discarded"
+        )
+        self.digest = digest
+        self.actual = actual
+        self.size = size

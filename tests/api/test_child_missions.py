@@ -34,6 +34,7 @@ from .work_http import (
     owned,
     review,
     started,
+    submission,
 )
 
 pytestmark = pytest.mark.django_db
@@ -229,12 +230,7 @@ def test_child_mission_only_from_a_state_the_table_allows(cw: ChildWorld, state:
     if state == "cancelled":
         cw.parent.ok(w1, "work.cancel", {"work_item": "wi-p", "reason": "dropped"})
     else:
-        body = {
-            "work_item": "wi-p",
-            "lease_id": lease,
-            "artifacts": [],
-            "evidence": [evidence("c1", w2)],
-        }
+        body = submission(cw.parent, w2, "wi-p", lease, [evidence("c1", w2)])
         cw.parent.ok(w2, "work.submit", body)
     if state == "verified":
         cw.parent.ok(w1, "work.accept_result", {"work_item": "wi-p", "review": review("c1")})
@@ -358,20 +354,9 @@ def _items_in_every_state(wire: Wire, ww: WorkWorld) -> dict[str, str]:
     blocked_lease = started(wire, ww, "wi-blocked", ww.w3)
     block = {**checkpoint_body("wi-blocked", blocked_lease), "required_resolution": "need access"}
     wire.ok(ww.w3, "work.block", block)
-    lease = started(wire, ww, "wi-submitted", contract=machine)
-    submit = {"work_item": "wi-submitted", "lease_id": lease, "artifacts": []}
-    wire.ok(ww.w2, "work.submit", {**submit, "evidence": [evidence("c1", ww.w2)]})
-    lease = started(wire, ww, "wi-verified", contract=machine)
-    wire.ok(
-        ww.w2,
-        "work.submit",
-        {
-            **submit,
-            "work_item": "wi-verified",
-            "lease_id": lease,
-            "evidence": [evidence("c1", ww.w2)],
-        },
-    )
+    for item in ("wi-submitted", "wi-verified"):
+        lease = started(wire, ww, item, contract=machine)
+        wire.ok(ww.w2, "work.submit", submission(wire, ww.w2, item, lease, [evidence("c1", ww.w2)]))
     wire.ok(ww.w1, "work.accept_result", {"work_item": "wi-verified", "review": review("c1")})
     authorized(wire, ww, "wi-failed")
     failure = {"work_item": "wi-failed", "evidence": [evidence("c1", ww.w1, verdict="fail")]}

@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from apps.work.sweeps import sweep_due
 from missionweave.protocol import states as S
+from missionweave.protocol.canonical import digest as content_digest
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.timefmt import parse_timestamp
 
@@ -31,6 +32,7 @@ from .work_http import (
     far,
     offer_body,
     progress_body,
+    submission,
 )
 
 pytestmark = pytest.mark.django_db
@@ -57,13 +59,17 @@ def _expired_and_swept(api: APIClient, *, also_offered: bool) -> tuple[WorkWorld
     return ww, wire, lease["lease_id"], before
 
 
-def _late_submission(ww: WorkWorld, lease_id: str) -> dict[str, Any]:
-    return {
-        "work_item": "wi-late",
-        "lease_id": lease_id,
-        "artifacts": ["sha256:" + "cd" * 32],
-        "evidence": [evidence("c1", ww.w2), evidence("c2", ww.w2, method="human_review")],
-    }
+#: what the former owner had produced before it was fenced
+LATE_SUMMARY = b"# November incidents\n\nFinished after the lease ran out.\n"
+
+
+def _late_submission(
+    wire: Wire, ww: WorkWorld, lease_id: str, data: bytes = LATE_SUMMARY
+) -> dict[str, Any]:
+    """The former owner's complete submission of ``data``, uploaded by it first (a late result
+    names stored bytes like any other, wire.md §9)."""
+    evidence_items = [evidence("c1", ww.w2), evidence("c2", ww.w2, method="human_review")]
+    return submission(wire, ww.w2, "wi-late", lease_id, evidence_items, data)
 
 
 def test_the_sweep_reassigns_an_expired_lease_to_the_next_offered_worker(api: APIClient) -> None:
@@ -98,15 +104,20 @@ def test_a_former_owners_late_submission_is_recorded_for_audit_and_changes_nothi
     accept = {"work_item": "wi-late", "offer": reoffer, "contract_revision": 1}
     assert wire.ok(ww.w3, "work.accept_offer", accept)["result"]["ownership_epoch"] == 2
     before = wire.item("wi-late")
+    late = _late_submission(wire, ww, lease_id)
 
-    answer = wire.ok(ww.w2, "work.submit", _late_submission(ww, lease_id), status=202)
+    answer = wire.ok(ww.w2, "work.submit", late, status=202)
 
     [recorded] = answer["events"]
     assert recorded["type"] == "work.late_result_recorded"
     assert answer["result"] == {"late_result": True, "state": S.QUEUED}
     [document] = wire.events(after=recorded["sequence"] - 1)
-    assert document["payload"]["former_owner"] == ww.w2.principal
-    assert document["payload"]["current_ownership_epoch"] == 2
+    payload = document["payload"]
+    assert payload["former_owner"] == ww.w2.principal
+    # R11.5-02: the epoch the former owner held and the key that bounds what is kept
+    assert (payload["former_ownership_epoch"], payload["current_ownership_epoch"]) == (1, 2)
+    # (docs/protocol.md: the epoch and the digest of the canonical body)
+    assert content_digest(late) in payload["late_result_key"]
     after = wire.item("wi-late")
     for unchanged in ("state", "owner", "ownership_epoch", "submission", "lease", "start_deadline"):
         assert after[unchanged] == before[unchanged], unchanged
@@ -115,7 +126,7 @@ def test_a_former_owners_late_submission_is_recorded_for_audit_and_changes_nothi
     assert entry["sequence"] == recorded["sequence"]
     assert entry["former_owner"] == ww.w2.principal
     assert entry["lease_id"] == lease_id
-    assert entry["artifacts"] == ["sha256:" + "cd" * 32]
+    assert entry["artifacts"] == late["artifacts"]
 
 
 def test_a_late_result_on_an_item_nobody_owns_leaves_it_open(api: APIClient) -> None:
@@ -123,10 +134,48 @@ def test_a_late_result_on_an_item_nobody_owns_leaves_it_open(api: APIClient) -> 
     not complete it."""
     ww, wire, lease_id, _before = _expired_and_swept(api, also_offered=False)
     assert wire.item("wi-late")["state"] == S.OPEN
-    answer = wire.ok(ww.w2, "work.submit", _late_submission(ww, lease_id), status=202)
+    answer = wire.ok(ww.w2, "work.submit", _late_submission(wire, ww, lease_id), status=202)
     assert answer["result"] == {"late_result": True, "state": S.OPEN}
     item = wire.item("wi-late")
     assert (item["state"], item["submission"], item["late_results"]) == (S.OPEN, None, 1)
+
+
+def test_the_same_late_result_is_kept_once_and_a_repeat_points_at_it(api: APIClient) -> None:
+    """R11.5-02: a late result is kept once per (former ownership epoch, content): the same
+    submission sent again (a retrying agent) is answered 202 with ``kept_at``, the sequence of
+    the one event kept, and appends nothing; a different result of the same former owner is
+    kept too, under a key of its own."""
+    ww, wire, lease_id, _before = _expired_and_swept(api, also_offered=True)
+    late = _late_submission(wire, ww, lease_id)
+    [kept] = wire.ok(ww.w2, "work.submit", late, status=202)["events"]
+    head = wire.head()
+
+    repeat = wire.ok(ww.w2, "work.submit", late, status=202)
+
+    assert repeat["events"] == []
+    assert repeat["result"] == {
+        "late_result": True,
+        "state": S.OFFERED,
+        "kept_at": kept["sequence"],
+    }
+    assert wire.head() == head
+    assert wire.item("wi-late")["late_results"] == 1
+
+    revised = _late_submission(wire, ww, lease_id, data=LATE_SUMMARY + b"\nRevised.\n")
+    [again] = wire.ok(ww.w2, "work.submit", revised, status=202)["events"]
+
+    assert again["sequence"] == head + 1
+    first, second = wire.events(after=kept["sequence"] - 1)
+    assert [first["type"], second["type"]] == ["work.late_result_recorded"] * 2
+    assert first["payload"]["former_ownership_epoch"] == 1
+    assert second["payload"]["former_ownership_epoch"] == 1
+    assert first["payload"]["late_result_key"] != second["payload"]["late_result_key"]
+    item = wire.item("wi-late")
+    assert item["late_results"] == 2
+    assert [entry["sequence"] for entry in item["late_result_log"]] == [
+        kept["sequence"],
+        again["sequence"],
+    ]
 
 
 #: every other owner's command, each with the former owner's own lease id (or epoch)

@@ -31,8 +31,10 @@ from .work_http import (
     WorkWorld,
     checkpoint_body,
     contract,
+    evidence,
     owned,
     progress_body,
+    submission,
 )
 
 pytestmark = pytest.mark.django_db
@@ -307,10 +309,12 @@ def test_a_malformed_binding_is_refused_at_its_path(wire: Wire, ww: WorkWorld) -
 
 
 def test_a_submission_cannot_be_buffered(wire: Wire, ww: WorkWorld) -> None:
-    """R11.5-06: reconcile before submitting; a work.submit with the binding is MALFORMED."""
+    """R11.5-06: reconcile before submitting; a work.submit with the binding is MALFORMED,
+    however complete the submission (its output stored, R13.2-02; every criterion covered)."""
     lease_id = start(wire, ww, "wi-sub")
     bound = binding_of(wire, ww.w2, "wi-sub", {})
-    body = {"work_item": "wi-sub", "lease_id": lease_id, "artifacts": [], "evidence": []}
+    claims = [evidence("c1", ww.w2), evidence("c2", ww.w2, method="human_review")]
+    body = submission(wire, ww.w2, "wi-sub", lease_id, claims)
     error = wire.refused(
         ww.w2, "work.submit", body, 400, "MALFORMED", "R11.5-06", extensions={EXTENSION: bound}
     )

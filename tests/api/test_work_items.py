@@ -34,6 +34,7 @@ from .work_http import (
     raw_json,
     review,
     started,
+    submission,
 )
 
 pytestmark = pytest.mark.django_db
@@ -107,8 +108,8 @@ def test_owner_is_kept_through_the_end_and_cleared_by_a_new_offer(
     lease = wire.ok(ww.w2, "work.start", {"work_item": "wi-a", "ownership_epoch": epoch})
     lease_id = lease["result"]["lease"]["lease_id"]
     if ending == "verified":
-        body = {"work_item": "wi-a", "lease_id": lease_id, "artifacts": []}
-        wire.ok(ww.w2, "work.submit", {**body, "evidence": [evidence("c1", ww.w2)]})
+        body = submission(wire, ww.w2, "wi-a", lease_id, [evidence("c1", ww.w2)])
+        wire.ok(ww.w2, "work.submit", body)
         assert wire.item("wi-a")["owner"] == ww.w2.principal
         wire.ok(ww.w1, "work.accept_result", {"work_item": "wi-a", "review": review("c1")})
     elif ending == "failed":
@@ -246,7 +247,7 @@ def test_happy_path_over_http_with_every_refusal_appending_nothing(
     wire.refused(w3, "work.checkpoint", checkpoint_body("wi-1", lease_1), 409, "STALE_LEASE")
 
     # R13.2-02: evidence for every acceptance criterion
-    submit = {"work_item": "wi-1", "lease_id": lease_2, "artifacts": []}
+    submit = submission(wire, w3, "wi-1", lease_2, [])
     partial = {**submit, "evidence": [evidence("c1", w3)]}
     missing = wire.refused(w3, "work.submit", partial, 409, "EVIDENCE_MISSING", "R13.2-02")
     assert missing["details"]["missing"] == ["c2"]
@@ -257,7 +258,9 @@ def test_happy_path_over_http_with_every_refusal_appending_nothing(
     ok(w3, "work.submit", full)
     assert wire.item("wi-1")["state"] == "submitted"
 
-    reviewed = {"work_item": "wi-1", **evidence("c2", ww.rex, method="agent_review")}
+    # R13.2-04: a reviewer's evidence is judged by its criterion's method (c1: deterministic);
+    # c2 is human_review, which only the mission owner's acceptance below settles
+    reviewed = {"work_item": "wi-1", **evidence("c1", ww.rex)}
     ok(ww.rex, "evidence.record", reviewed)
     # wire§9: a human_review criterion is accepted by a human mission_owner only
     accept_result = {"work_item": "wi-1", "review": review("c1", "c2")}
@@ -537,8 +540,7 @@ def test_start_waits_for_verified_dependencies_under_all_verified(
     assert error["details"]["unmet"] == ["wi-dep", "wi-unborn"]
 
     lease = started(wire, ww, "wi-dep", ww.w3, contract=machine)
-    submit = {"work_item": "wi-dep", "lease_id": lease, "artifacts": []}
-    wire.ok(ww.w3, "work.submit", {**submit, "evidence": [evidence("c1", ww.w3)]})
+    wire.ok(ww.w3, "work.submit", submission(wire, ww.w3, "wi-dep", lease, [evidence("c1", ww.w3)]))
     wire.ok(ww.w1, "work.accept_result", {"work_item": "wi-dep", "review": review("c1")})
     error = wire.refused(ww.w2, "work.start", start, 409, "DEPENDENCY_UNMET")
     assert error["details"]["unmet"] == ["wi-unborn"]

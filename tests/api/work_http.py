@@ -23,6 +23,7 @@ from tests.factories import (
     grant,
     human,
     now_text,
+    store_bytes,
 )
 
 from .http import error_of, get, json_of, submit
@@ -100,11 +101,13 @@ class Wire:
     def ok(
         self, persona: Persona, type_: str, body: dict[str, Any], status: int = 201, **over: Any
     ) -> dict[str, Any]:
-        """An accepted command: the wire §4 answer, with consecutive event sequences."""
+        """An accepted command: the wire §4 answer, with consecutive event sequences (none
+        for a repeat that is only answered, such as a late result already kept)."""
         answer = json_of(self.send(persona, type_, body, **over), status)
         assert set(answer) == {"command_id", "events", "result"}, answer
         sequences = [event["sequence"] for event in answer["events"]]
-        assert sequences == list(range(sequences[0], sequences[0] + len(sequences))), answer
+        first = sequences[0] if sequences else 0
+        assert sequences == list(range(first, first + len(sequences))), answer
         return answer
 
     def refused(
@@ -125,6 +128,14 @@ class Wire:
             assert error["requirement"] == requirement, error
         assert self.head(group) == before, f"{type_} was refused but appended events"
         return error
+
+    def upload(self, persona: Persona, data: bytes) -> str:
+        """Store ``data`` as ``persona``, as ``PUT /artifacts/{digest}`` does; the digest.
+
+        Through the store itself: the artifact endpoints are answered by a raw ASGI
+        application ahead of Django (``apps/artifacts/asgi.py``), which ``APIClient`` does not
+        reach. A command may then name the digest (wire.md §9, "A digest is not a key")."""
+        return store_bytes(persona.principal, data)
 
     def head(self, group: str | None = None) -> int:
         path = f"/groups/{group or self.group}/head"
@@ -236,6 +247,29 @@ def evidence(
         "result": {"verdict": verdict, "summary": f"{criterion}: {verdict}", "data": {}},
         "producer": producer.principal,
         "artifacts": [],
+    }
+
+
+#: what a worker submits as the example contract's one declared output, ``summary``
+SUMMARY = b"# November incidents\n\nEvery report, summarised in one page.\n"
+
+
+def submission(
+    wire: Wire,
+    worker: Persona,
+    work_item: str,
+    lease_id: str,
+    evidence: list[dict[str, Any]],
+    data: bytes = SUMMARY,
+) -> dict[str, Any]:
+    """A ``work.submit`` body with one stored artifact for the contract's one declared output
+    (R13.2-02), uploaded by ``worker`` first: a command names only bytes its sender may name
+    (wire.md §9)."""
+    return {
+        "work_item": work_item,
+        "lease_id": lease_id,
+        "artifacts": [wire.upload(worker, data)],
+        "evidence": evidence,
     }
 
 

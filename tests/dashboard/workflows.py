@@ -15,7 +15,15 @@ from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
 from missionweave.protocol.work.leases import reassign_command_id
-from tests.factories import AgentPersona, HumanPersona, World, mission_body, now_text, unique
+from tests.factories import (
+    AgentPersona,
+    HumanPersona,
+    World,
+    mission_body,
+    now_text,
+    store_bytes,
+    unique,
+)
 
 SELECTION_BASIS = dict.fromkeys(SELECTION_BASIS_FIELDS, "chosen for the test")
 
@@ -155,22 +163,29 @@ def reassign(group: str, item: str, *, epoch: int = 1, reason: str = "lease_expi
     )
 
 
+#: each criterion of the example contract and the method that judges it (R13.2-04)
+METHODS = {c["id"]: c["method"] for c in example_contract()["acceptance_criteria"]}
+
+
 def evidence(producer: str, criterion: str = "c1", verdict: str = "pass") -> dict[str, Any]:
+    """Evidence by ``producer`` (its sender, R13.2-04) with its criterion's method, citing
+    bytes the producer uploaded first (a command names only stored artifacts, wire.md §9)."""
     return {
         "criterion": criterion,
-        "method": "deterministic",
+        "method": METHODS.get(criterion, "deterministic"),
         "result": {"verdict": verdict, "summary": f"{criterion}: {verdict}", "data": {}},
         "producer": producer,
-        "artifacts": [sha256_digest(criterion.encode())],
+        "artifacts": [store_bytes(producer, criterion.encode())],
     }
 
 
 def submit_result(world: World, item: str, lease: str, artifact: bytes = b"summary.md") -> Outcome:
-    """w2's ``work.submit`` with evidence for both criteria of the example contract."""
+    """w2's ``work.submit`` of ``artifact`` (uploaded by w2), the example contract's one
+    output (R13.2-02), with evidence for both of its criteria."""
     body = {
         "work_item": item,
         "lease_id": lease,
-        "artifacts": [sha256_digest(artifact)],
+        "artifacts": [store_bytes(world.w2.principal, artifact)],
         "evidence": [evidence(world.w2.principal, c) for c in ("c1", "c2")],
     }
     return submit(world.w2, world.group, "work.submit", body)

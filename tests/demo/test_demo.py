@@ -22,19 +22,25 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.db import connection
 
+from apps.artifacts.models import GroupArtifact
 from apps.demo import cast, story
 from apps.ledger.models import CommandRecord, Event, GroupLog
 from apps.registry.models import Agent, AgentKey, AgentSession
 from apps.registry.services import api_token_create, authenticate_bearer, memberships_of
+from apps.work import reviews
 from apps.work.models import Mission, WorkItem
+from apps.work.tasks import STORE
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
+REVIEWER = f"agent:{cast.REVIEWER}"
 DEMO_ACTORS = {
     "user:admin",
+    "authority",  # its checks of each submission and its review requests (R13.2-03)
     f"agent:{cast.COORDINATOR}",
     *(f"agent:{worker}" for worker in cast.WORKERS),
+    REVIEWER,
 }
 
 
@@ -67,8 +73,14 @@ def world(keys_dir) -> cast.DemoWorld:
 
 
 def play(built: cast.DemoWorld, ticks: int, seed_: int = 7) -> list[str]:
+    """``ticks`` beats of the live loop, each followed by what the demo's Celery worker does
+    between beats: the authority's review of each new submission (R13.2-03 steps 1-3)."""
     rng = random.Random(seed_)
-    return [line for _ in range(ticks) for line in story.tick(built, rng)]
+    lines: list[str] = []
+    for _ in range(ticks):
+        lines += story.tick(built, rng)
+        reviews.review_owing(STORE)
+    return lines
 
 
 def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(tmp_path):
@@ -80,14 +92,15 @@ def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(t
     for worker in cast.WORKERS:
         assert memberships_of(f"agent:{worker}")[cast.GROUP]["roles"] == ["worker"]
         assert AgentSession.objects.filter(agent_id=worker).count() == 1
+    assert memberships_of(REVIEWER)[cast.GROUP]["roles"] == ["reviewer"]
 
     events = list(
         Event.objects.filter(group_id=cast.GROUP).order_by("sequence").values_list("type", "actor")
     )
     missions = len(cast.SEED_MISSIONS)
-    assert events[:4] == [("membership.granted", "user:admin")] * 4
-    assert events[4 : 4 + missions] == [("mission.created", f"agent:{cast.COORDINATOR}")] * missions
-    assert {actor for _type, actor in events} == DEMO_ACTORS
+    assert events[:5] == [("membership.granted", "user:admin")] * 5
+    assert events[5 : 5 + missions] == [("mission.created", f"agent:{cast.COORDINATOR}")] * missions
+    assert {actor for _type, actor in events} == DEMO_ACTORS - {REVIEWER}  # nothing to review
     assert head() == len(events)
     assert set(
         Mission.objects.filter(group_id=cast.GROUP).values_list("mission_id", flat=True)
@@ -111,7 +124,14 @@ def test_demo_seeds_work_items_in_each_state_of_the_story(tmp_path):
     summary = item(story.SUMMARY)
     assert [o["status"] for o in summary["offers"]] == ["accepted", "withdrawn"]  # urgent race
     assert summary["submission"]["evidence"]
-    assert summary["evidence"][0]["producer"] == "user:admin"
+    assert summary["submission"]["outputs"] == {story.OUTPUT: summary["submission"]["artifacts"][0]}
+    # R13.2-03: the authority checked it (integrity, then c1's checks), the admin judged c2
+    assert [(e["criterion"], e["producer"]) for e in summary["evidence"]] == [
+        ("authority:integrity", "authority"),
+        ("c1", "authority"),
+        ("c2", "user:admin"),
+    ]
+    assert {c["status"] for c in summary["review"]["criteria"].values()} == {"pass"}
     assert ("work.result_accepted", "user:admin") in {
         (entry["type"], entry["actor"]) for entry in summary["history"]
     }
@@ -198,8 +218,23 @@ def test_live_ticks_move_work_to_verified_without_refusals(tmp_path):
         )
     )
     assert {"mission.created", "work.authorized", "work.offered", "work.offer_accepted",
-            "work.started", "work.progress_reported", "work.submitted",
-            "work.result_accepted"} <= types  # fmt: skip
+            "work.started", "work.progress_reported", "artifact.published", "work.submitted",
+            "evidence.recorded", "review.requested", "work.result_accepted"} <= types  # fmt: skip
+    # R13.1-03, R13.2-03: each verified live result was published with a manifest its worker
+    # signed, checked by the authority, reviewed by the reviewer agent, and only then accepted
+    for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-"):
+        if row.state != "verified":
+            continue
+        review = row.data["review"]
+        assert {c["status"] for c in review["criteria"].values()} == {"pass"}, review
+        producers = {e["producer"] for e in row.data["evidence"]}
+        assert producers == {"authority", REVIEWER}, row.data["evidence"]
+        report = row.data["submission"]["outputs"][story.OUTPUT]
+        published = GroupArtifact.objects.get(group_id=cast.GROUP, digest=report).data
+        assert published["signed_by"] == row.data["owner"]
+        assert published["manifest"]["sources"] == [
+            ref["ref"] for ref in row.data["contract"]["inputs"]
+        ]
     assert (
         set(
             Event.objects.filter(group_id=cast.GROUP, sequence__gt=before).values_list(

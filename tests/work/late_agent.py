@@ -4,8 +4,9 @@ It speaks only HTTP to the authority (wire.md §3–§5) and signs with its own 
 agent written by anyone: it opens a session, accepts its offer, starts the WorkItem with a
 short lease, prints one JSON line and then waits for a line on stdin. The test freezes it
 with SIGSTOP while the lease runs out, lets the real Celery sweep reassign the item, thaws it
-with SIGCONT and writes ``submit``: the agent, unaware of the time it lost, submits its
-result and prints the authority's answer as a JSON line.
+with SIGCONT and writes ``submit``: the agent, unaware of the time it lost, uploads its result
+(``PUT /api/v1/artifacts/{digest}``: a command names only stored bytes, wire.md §9), submits
+it and prints the authority's answer as a JSON line.
 
 Run as ``python tests/work/late_agent.py URL AGENT GROUP WORK_ITEM OFFER`` with the agent's
 Ed25519 seed (base64url) in ``MWP_AGENT_KEY_SEED``. Only the pure protocol package is
@@ -34,13 +35,21 @@ def _now() -> str:
     return format_timestamp(datetime.now(UTC))
 
 
+#: the one output the example contract declares (``summary``), as this agent produces it
+RESULT = b"# November incidents\n\nthe late result\n"
+
+
 def _post(url: str, document: dict[str, Any], token: str | None = None) -> tuple[int, Any]:
-    headers = {"Content-Type": "application/json"}
+    return _send(url, json.dumps(document).encode(), "POST", "application/json", token)
+
+
+def _send(
+    url: str, data: bytes, method: str, content_type: str, token: str | None = None
+) -> tuple[int, Any]:
+    headers = {"Content-Type": content_type}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(
-        url, data=json.dumps(document).encode(), headers=headers, method="POST"
-    )
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -97,7 +106,11 @@ def main(argv: list[str]) -> int:
 
     if sys.stdin.readline().strip() != "submit":  # frozen here by SIGSTOP, then thawed
         return 1
-    result = sha256_digest(b"the late result")
+    result = sha256_digest(RESULT)
+    status, stored = _send(f"{api}/artifacts/{result}", RESULT, "PUT", "text/markdown", token)
+    if status not in (200, 201):
+        _say(step="upload", status=status, body=stored)
+        return 1
     status, answer = command(
         "work.submit",
         {

@@ -67,11 +67,13 @@ def contract(
     return example_contract(**overrides)
 
 
-def evidence(criterion: str, producer: str, verdict: str = "pass") -> dict[str, Any]:
-    """One evidence item (R13.2-04)."""
+def evidence(
+    criterion: str, producer: str, verdict: str = "pass", method: str = "deterministic"
+) -> dict[str, Any]:
+    """One evidence item, produced by its sender with its criterion's ``method`` (R13.2-04)."""
     return {
         "criterion": criterion,
-        "method": "deterministic",
+        "method": method,
         "result": {"verdict": verdict, "summary": f"{criterion}: {verdict}", "data": {}},
         "producer": producer,
         "artifacts": [],

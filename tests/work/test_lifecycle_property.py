@@ -86,6 +86,9 @@ WORKERS = ("pw1", "pw2", "pw3")
 GHOST = "ghost"
 
 
+#: what a worker submits as the contract's one declared output
+SUMMARY = b"summary"
+
 picks = st.integers(min_value=-1, max_value=60)  # -1: an id that does not exist
 #: how often each command was accepted or refused with each code, printed after the run
 OUTCOMES: Counter[str] = Counter()
@@ -466,13 +469,16 @@ class Lifecycle(RuleBasedStateMachine):
     def do_submit(self, work_item: str, actor: AgentPersona, lease_id: str, complete: bool) -> None:
         """R10.2-11, R13.2-02; a former owner's result is recorded for audit (R11.5-02)."""
         item = self.item(work_item)
-        criteria = [c["id"] for c in item.contract["acceptance_criteria"]] if item else ["c1"]
+        criteria = item.contract["acceptance_criteria"] if item else [{"id": "c1"}]
+        claimed = criteria if complete else criteria[:-1]
         body = {
             "work_item": work_item,
             "lease_id": lease_id,
-            "artifacts": [sha256_digest(b"summary")],
+            # the contract's one output, uploaded by the submitter (wire.md §9, R13.2-02)
+            "artifacts": [factories.store_bytes(actor.principal, SUMMARY)],
             "evidence": [
-                evidence(c, actor.principal) for c in (criteria if complete else criteria[:-1])
+                evidence(c["id"], actor.principal, method=c.get("method", "deterministic"))
+                for c in claimed
             ],
         }
         expected: Expected = NOT_FOUND

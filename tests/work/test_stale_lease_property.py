@@ -57,6 +57,8 @@ OWNER_COMMANDS = (
 ENDING_COMMANDS = ("work.submit", "work.fail")
 #: where the owner's accepted command leaves the item
 MOVES = {"work.checkpoint": S.QUEUED, "work.block": S.BLOCKED}
+#: what the owner submits as the contract's one declared output
+SUMMARY = b"summary"
 OUTCOMES: Counter[str] = Counter()
 _items = itertools.count(1)
 
@@ -170,7 +172,13 @@ class StaleLeases(RuleBasedStateMachine):
         elif type_ == "work.block":
             body |= {"required_resolution": "a reviewer", "checkpoint": _checkpoint("blk")}
         elif type_ == "work.submit":
-            body |= {"artifacts": [], "evidence": [evidence("c1", self.cast.owner.principal)]}
+            # the contract's one output, stored by the owner (wire.md §9, R13.2-02): only the
+            # lease id may be wrong
+            summary = factories.store_bytes(self.cast.owner.principal, SUMMARY)
+            body |= {
+                "artifacts": [summary],
+                "evidence": [evidence("c1", self.cast.owner.principal)],
+            }
         elif type_ == "work.fail":
             body["evidence"] = [evidence("c1", self.cast.owner.principal, verdict="fail")]
         return body

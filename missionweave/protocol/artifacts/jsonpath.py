@@ -31,7 +31,7 @@ MAX_PATH_LENGTH = 1000
 MAX_STEPS = MAX_DEPTH
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
 

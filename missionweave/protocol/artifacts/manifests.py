@@ -79,7 +79,9 @@ def artifact_uri(digest: str) -> str:
 
 
 def check_manifest(value: object, path: str = "$.manifest") -> dict[str, Any]:
-    """Every field of wire.md §9's manifest, with its type (R13.1-03)."""
+    """Every field of wire.md §9's manifest, with its type (R13.1-03); a classification and the
+    provenance (``sources``) are required of every artifact (R13.3-06, as far as this server
+    goes: there is no organisation catalogue to approve reusable knowledge into)."""
     if not isinstance(value, dict):
         raise malformed("a manifest is an object", path, "R13.1-03")
     no_private_reasoning(value, path, "R13.2-05")

@@ -64,6 +64,9 @@ def _intact(digest: str) -> bool:
     return True
 
 
+#: a hint nobody picked up within this long is dropped: the beat has done the work by then
+HINT_EXPIRES_S = 60.0
+
 #: what a submission's review reads from the artifact store
 STORE = reviews.Store(intact=_intact, read=directory.read_verified)
 
@@ -84,4 +87,6 @@ def review_submission(group_id: str, work_item: str) -> dict[str, Any]:
 def hint_review(group_id: str, event: dict[str, Any]) -> None:
     """After a ``work.submitted`` commits: review it now rather than at the next beat.
     ``retry=False``: an unreachable broker fails fast (the beat will find the item)."""
-    review_submission.apply_async((group_id, event["payload"]["work_item"]), retry=False)
+    review_submission.apply_async(
+        (group_id, event["payload"]["work_item"]), retry=False, expires=HINT_EXPIRES_S
+    )

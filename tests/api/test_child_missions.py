@@ -7,8 +7,8 @@ travels as events in both logs — the second appended by the authority after th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any
 
@@ -60,18 +60,6 @@ class ChildWorld:
 @pytest.fixture
 def cw(api: APIClient, db: None) -> ChildWorld:
     return ChildWorld(api)
-
-
-@pytest.fixture
-def commit(django_capture_on_commit_callbacks: Commit) -> Callable[[], Iterator[Any]]:
-    """Run what a command does after commit (the cross-group follow-ups) at the block's end."""
-
-    @contextmanager
-    def run() -> Iterator[Any]:
-        with django_capture_on_commit_callbacks(execute=True) as callbacks:
-            yield callbacks
-
-    return run
 
 
 def child_body(

@@ -11,8 +11,8 @@ R13.3-06 and R13.3-08 are not enforced by code; ``tests/protocol/test_context.py
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -60,18 +60,6 @@ class ContextWorld:
 @pytest.fixture
 def cw(api: APIClient, db: None) -> ContextWorld:
     return ContextWorld(api)
-
-
-@pytest.fixture
-def commit(django_capture_on_commit_callbacks: Commit) -> Callable[[], Iterator[Any]]:
-    """Run what a command does after commit (the cross-group follow-ups) at the block's end."""
-
-    @contextmanager
-    def run() -> Iterator[Any]:
-        with django_capture_on_commit_callbacks(execute=True) as callbacks:
-            yield callbacks
-
-    return run
 
 
 def scoped(cw: ContextWorld) -> int:

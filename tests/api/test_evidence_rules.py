@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -71,18 +71,6 @@ def claims(producer: Persona) -> list[dict[str, Any]]:
     return [evidence(criterion, producer, method=method) for criterion, method in BOTH]
 
 
-@pytest.fixture
-def commit(django_capture_on_commit_callbacks: Commit) -> Callable[[], Iterator[Any]]:
-    """Run what a command does after commit (the authority's follow-ups) at the block's end."""
-
-    @contextmanager
-    def run() -> Iterator[Any]:
-        with django_capture_on_commit_callbacks(execute=True) as callbacks:
-            yield callbacks
-
-    return run
-
-
 def provenance(wire: Wire, digest: str, persona: Persona | None = None) -> Any:
     path = f"/groups/{wire.group}/artifacts/{digest}"
     return get(wire.api, path, token_of(persona or wire.reader))
@@ -130,7 +118,7 @@ def test_bytes_only_a_stranger_uploaded_are_refused_exactly_like_bytes_never_sto
     same bytes itself, the same submission is accepted."""
     lease = started(wire, ww, "wi-1")
     secret = b"# someone else's summary\n"
-    body = {**submission(wire, ww.w2, "wi-1", lease, claims(ww.w2))}
+    body = submission(wire, ww.w2, "wi-1", lease, claims(ww.w2))
     body["artifacts"] = [sha256_digest(secret)]
 
     never_stored = wire.send(ww.w2, "work.submit", body)

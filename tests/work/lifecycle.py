@@ -130,6 +130,8 @@ MOVES = {
     "work.blocked": "work.block",
     "work.unblocked": "work.unblock",
     "work.submitted": "work.submit",
+    # an active owner's failure while the contract allows another attempt (R11.4-08)
+    "work.retry_scheduled": "work.fail",
     "work.result_accepted": "work.accept_result",
     "mission.child_created": "mission.create_child",
     "mission.child_approved": "link.child_approved",
@@ -253,6 +255,11 @@ def owner_holds(item: WorkItem) -> bool:
     if item.state == S.BLOCKED:
         return item.blocked_at is not None or child_running(item)
     return False
+
+
+def retry_waits(item: WorkItem) -> bool:
+    """R11.4-08: the owner failed an attempt and the retry's backoff has not run out yet."""
+    return item.retry_at is not None and parse_timestamp(item.retry_at) > datetime.now(UTC)
 
 
 def child_running(item: WorkItem) -> bool:

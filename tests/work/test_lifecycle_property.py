@@ -76,6 +76,7 @@ from tests.work.lifecycle import (
     owner_holds,
     owner_precedence,
     predict_accept,
+    retry_waits,
 )
 
 pytestmark = pytest.mark.proof
@@ -406,7 +407,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.send(persona, "approval.grant_execution", body, expected)
 
     def do_start(self, work_item: str, actor: AgentPersona, epoch_offset: int) -> None:
-        """R10.2-07, R11.3-01, R10.1-01(i), R10.4-03."""
+        """R10.2-07, R11.3-01, R10.1-01(i), R10.4-03; a retry waits out its backoff (R11.4-08)."""
         item = self.item(work_item)
         epoch = max(1, (item.ownership_epoch if item else 1) + epoch_offset)
         body = {"work_item": work_item, "ownership_epoch": epoch}
@@ -417,7 +418,7 @@ class Lifecycle(RuleBasedStateMachine):
             expected = STALE_OWNERSHIP if actor.principal in item.former_owners else FORBIDDEN
         elif epoch != item.ownership_epoch:
             expected = STALE_OWNERSHIP
-        elif item.state != S.QUEUED:
+        elif item.state != S.QUEUED or retry_waits(item):
             expected = ILLEGAL
         elif len(item.approvals) < approvals_required(item):
             expected = ErrorCode.APPROVAL_REQUIRED

@@ -235,6 +235,9 @@ def test_a_frozen_worker_process_is_reassigned_by_celery_and_its_late_submit_is_
     assert (late["type"], late["actor"]) == ("work.late_result_recorded", frozen.principal)
     assert late["payload"]["lease_id"] == lease_id
     assert late["payload"]["former_owner"] == frozen.principal
+    # kept once per (the epoch it held, the content): a retry of it would only be answered
+    assert late["payload"]["former_ownership_epoch"] == 1
+    assert late["payload"]["late_result_key"]
     swept = [d for d in documents if d["actor"] == AUTHORITY]
     assert [d["type"] for d in swept] == ["lease.expired", "work.reassigned", "work.offered"]
     assert swept[0]["payload"]["lease_id"] == lease_id

@@ -276,8 +276,17 @@ def _submitted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
             "outputs": p.get("outputs", {}),
             "sequence": fact.sequence,
         },
-        review=fresh_review(item.contract, fact.sequence, fact.actor),
+        review=_opened_review(item, fact),
     )
+
+
+def _opened_review(item: WorkItem, fact: Fact) -> dict[str, Any]:
+    """A fresh review holding the submitter's own evidence: on record, never a pass by
+    itself (R13.2-01)."""
+    review = fresh_review(item.contract, fact.sequence, fact.actor)
+    for evidence in fact.payload["evidence"]:
+        review = with_evidence(review, evidence, fact.sequence)
+    return review
 
 
 @evolves("work.late_result_recorded", aggregate=WORK_ITEM)

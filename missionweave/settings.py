@@ -206,6 +206,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # the artifact endpoints are an ASGI handler, not views: a hook documents them
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "apps.api.schema_hooks.add_artifact_paths",
+    ],
 }
 
 # --- MissionWeave ------------------------------------------------------------------------

@@ -343,6 +343,18 @@ def test_schema_is_an_openapi_3_document_of_every_existing_wire_endpoint(
     assert missing == []
 
 
+def test_the_artifact_endpoints_served_beside_django_are_documented_too(
+    api: APIClient, world: World
+) -> None:
+    """wire§4: PUT and GET /artifacts/{digest} (an ASGI handler, not Django views) are in
+    the document with their wire.md §8 refusals (R13.1-05: 409 ARTIFACT_CORRUPTED)."""
+    document = json_of(get(api, "/schema"), 200)
+    operations = document["paths"]["/api/v1/artifacts/{digest}"]
+    assert set(operations) == {"put", "get"}
+    assert {"201", "200", "413", "422"} <= set(operations["put"]["responses"])
+    assert {"200", "206", "304", "404", "409"} <= set(operations["get"]["responses"])
+
+
 def test_every_routed_api_endpoint_is_a_wire_endpoint_or_documented(
     api: APIClient, world: World
 ) -> None:

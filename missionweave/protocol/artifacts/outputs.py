@@ -111,6 +111,17 @@ def check_outputs(contract: dict[str, Any], outputs: dict[str, str], artifacts: 
     )
 
 
+def too_large(output: str, size: int) -> ProtocolError:
+    """413 ``TOO_LARGE``: an output too large to validate against its schema."""
+    return ProtocolError(
+        ErrorCode.TOO_LARGE,
+        f"output {_shown(output)} is {size} bytes; a schema is checked on at most "
+        f"{MAX_SCHEMA_OUTPUT_BYTES}",
+        requirement=REVIEW,
+        details={"output": output, "size": size, "limit": MAX_SCHEMA_OUTPUT_BYTES},
+    )
+
+
 def parse_json_output(data: bytes, *, output: str) -> Any:
     """The output's bytes as strict JSON (wire.md §1 rules), or a refusal naming the output.
 
@@ -119,13 +130,7 @@ def parse_json_output(data: bytes, *, output: str) -> Any:
     ``MALFORMED`` with ``details.path`` ``$``, the whole document.
     """
     if len(data) > MAX_SCHEMA_OUTPUT_BYTES:
-        raise ProtocolError(
-            ErrorCode.TOO_LARGE,
-            f"output {_shown(output)} is {len(data)} bytes; a schema is checked on at most "
-            f"{MAX_SCHEMA_OUTPUT_BYTES}",
-            requirement=REVIEW,
-            details={"output": output, "size": len(data), "limit": MAX_SCHEMA_OUTPUT_BYTES},
-        )
+        raise too_large(output, len(data))
     try:
         return parse(data)
     except ProtocolError as exc:

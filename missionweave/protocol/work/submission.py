@@ -32,6 +32,7 @@ from ..artifacts.outputs import (
     check_outputs,
     parse_json_output,
     schema_outputs,
+    too_large,
     validate_against_schema,
     validate_outputs_field,
 )
@@ -119,7 +120,7 @@ def _output_bytes(view: View, stored: StoredArtifact, output: str) -> bytes:
     """An output's verified bytes; a stored object that no longer matches its digest is
     ``ARTIFACT_CORRUPTED`` (R13.1-05), one too large to validate ``TOO_LARGE``."""
     if stored.size > MAX_SCHEMA_OUTPUT_BYTES:
-        return b" " * (MAX_SCHEMA_OUTPUT_BYTES + 1)  # parse_json_output refuses it by size
+        raise too_large(output, stored.size)
     data = view.get(artifact_bytes_key(stored.digest))
     if data is None:
         raise ProtocolError(

@@ -343,3 +343,41 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 
 
 GROUP = OpenApiParameter("group", str, OpenApiParameter.PATH, description="group id")
+
+
+# --- context packages (R13.3) ----------------------------------------------------------
+
+
+class ContextVersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    digest = serializers.CharField(help_text="over the canonical package without signature")
+    package = serializers.DictField(help_text="as recorded: signed by the authority")
+    sequence = serializers.IntegerField(help_text="of the recording event in this group")
+    recorded_at = serializers.CharField()
+    source_sequence = serializers.IntegerField(
+        required=False, help_text="received: of context.published in the source group"
+    )
+    forwarded_by = serializers.CharField(required=False, help_text="received: the forwarder")
+
+
+class ContextCrossingSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    to_group = serializers.CharField()
+    sequence = serializers.IntegerField()
+    forwarded_by = serializers.CharField()
+
+
+class ContextPackageSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    source_group = serializers.CharField(help_text="whose log event_range is of")
+    versions = ContextVersionSerializer(many=True)
+    forwarded = ContextCrossingSerializer(many=True)
+    received_from = serializers.CharField(allow_null=True)
+    forwarded_by = serializers.CharField(allow_null=True)
+
+
+class ContextEventPageSerializer(serializers.Serializer):
+    group = serializers.CharField(help_text="the source group, whose log the events are of")
+    event_range = serializers.ListField(child=serializers.IntegerField())
+    events = EventSerializer(many=True)
+    next_after = serializers.IntegerField()

@@ -402,13 +402,14 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
     # An event may change an aggregate decide had no reason to read (a digest's first
     # citation in this group creates its ``artifact`` record): load those too, so a row
     # that exists is updated, never inserted twice.
-    unread = {key for fact in facts for key in decider.routes(fact)} - view.keys()
+    routed = [(fact, decider.routes(fact)) for fact in facts]
+    unread = {key for _fact, keys in routed for key in keys} - view.keys()
     if unread:
         view = {**view, **load_view(group_id, unread)}
     state = dict(view)
     changed: set[Any] = set()
-    for fact in facts:
-        changed.update(decider.apply(state, fact))
+    for fact, keys in routed:
+        changed.update(decider.apply(state, fact, keys))
     existing = {key for key, aggregate in view.items() if aggregate is not None}
     save_aggregates(group_id, state, changed, existing=existing)
 

@@ -70,9 +70,12 @@ def events_changing(kind: str) -> frozenset[str]:
     return REGISTRY.events_changing(kind)
 
 
-def apply(state: MutableMapping[StateKey, Any], fact: Fact) -> list[StateKey]:
-    """Fold ``fact`` into ``state`` in place; return the keys it changed."""
-    changed = routes(fact)
+def apply(
+    state: MutableMapping[StateKey, Any], fact: Fact, keys: list[StateKey] | None = None
+) -> list[StateKey]:
+    """Fold ``fact`` into ``state`` in place; return the keys it changed (``keys``, when the
+    caller has already asked ``routes``)."""
+    changed = routes(fact) if keys is None else keys
     for key in changed:
         state[key] = evolve(key, state.get(key), fact)
     return changed

@@ -14,7 +14,6 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,46 +25,12 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .. import schema
 from ..authentication import require_caller
-from .groups import _non_negative_int as query_int
+from .groups import non_negative_int as query_int
 
-# --- shapes (OpenAPI only; nothing here validates) ---------------------------------------
-
-
-class ContextVersionSerializer(serializers.Serializer):
-    version = serializers.IntegerField()
-    digest = serializers.CharField(help_text="over the canonical package without signature")
-    package = serializers.DictField(help_text="as recorded: signed by the authority")
-    sequence = serializers.IntegerField(help_text="of the recording event in this group")
-    recorded_at = serializers.CharField()
-    source_sequence = serializers.IntegerField(
-        required=False, help_text="received: of context.published in the source group"
-    )
-    forwarded_by = serializers.CharField(required=False, help_text="received: the forwarder")
-
-
-class ContextCrossingSerializer(serializers.Serializer):
-    version = serializers.IntegerField()
-    to_group = serializers.CharField()
-    sequence = serializers.IntegerField()
-    forwarded_by = serializers.CharField()
-
-
-class ContextPackageSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    source_group = serializers.CharField(help_text="whose log event_range is of")
-    versions = ContextVersionSerializer(many=True)
-    forwarded = ContextCrossingSerializer(many=True)
-    received_from = serializers.CharField(allow_null=True)
-    forwarded_by = serializers.CharField(allow_null=True)
-
-
-class ContextEventPageSerializer(serializers.Serializer):
-    group = serializers.CharField(help_text="the source group, whose log the events are of")
-    event_range = serializers.ListField(child=serializers.IntegerField())
-    events = schema.EventSerializer(many=True)
-    next_after = serializers.IntegerField()
-
-
+EVENT_PAGE_RESPONSES = {
+    200: schema.ContextEventPageSerializer,
+    **schema.errors(400, 401, 403, 404, 410),
+}
 PACKAGE = OpenApiParameter("package", str, OpenApiParameter.PATH, description="package id")
 FROM_GROUP = OpenApiParameter(
     "from_group", str, OpenApiParameter.PATH, description="the group that forwarded it"
@@ -89,7 +54,7 @@ def _package(request: Request, group: str, package: str, from_group: str | None)
 class ContextPackageDetailApi(APIView):
     @extend_schema(
         parameters=[schema.GROUP, PACKAGE],
-        responses={200: ContextPackageSerializer, **schema.errors(401, 403, 404)},
+        responses={200: schema.ContextPackageSerializer, **schema.errors(401, 403, 404)},
         summary="A context package published in this group: every version, signed",
         operation_id="context_retrieve",
     )
@@ -100,7 +65,7 @@ class ContextPackageDetailApi(APIView):
 class ReceivedContextPackageDetailApi(APIView):
     @extend_schema(
         parameters=[schema.GROUP, FROM_GROUP, PACKAGE],
-        responses={200: ContextPackageSerializer, **schema.errors(401, 403, 404)},
+        responses={200: schema.ContextPackageSerializer, **schema.errors(401, 403, 404)},
         summary="A context package forwarded to this group from another",
         operation_id="context_received_retrieve",
     )
@@ -154,7 +119,10 @@ def _cited_events(
 class ContextEventsApi(APIView):
     @extend_schema(
         parameters=[schema.GROUP, PACKAGE, VERSION, *PAGE],
-        responses={200: ContextEventPageSerializer, **schema.errors(400, 401, 403, 404, 410)},
+        responses={
+            200: schema.ContextEventPageSerializer,
+            **schema.errors(400, 401, 403, 404, 410),
+        },
         summary="The events a version of a package cites, for members of its source group",
         operation_id="context_events_list",
     )
@@ -165,7 +133,10 @@ class ContextEventsApi(APIView):
 class ReceivedContextEventsApi(APIView):
     @extend_schema(
         parameters=[schema.GROUP, FROM_GROUP, PACKAGE, VERSION, *PAGE],
-        responses={200: ContextEventPageSerializer, **schema.errors(400, 401, 403, 404, 410)},
+        responses={
+            200: schema.ContextEventPageSerializer,
+            **schema.errors(400, 401, 403, 404, 410),
+        },
         summary="The events a forwarded package cites, for members of its source group",
         operation_id="context_received_events_list",
     )

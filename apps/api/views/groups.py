@@ -89,7 +89,7 @@ class CommandBatchApi(APIView):
         )
 
 
-def _non_negative_int(request: Request, name: str, default: int) -> int:
+def non_negative_int(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
@@ -115,8 +115,8 @@ class EventListApi(APIView):
     )
     def get(self, request: Request, group: str) -> HttpResponse:
         caller = require_caller(request)
-        after = _non_negative_int(request, "after", 0)
-        limit = _non_negative_int(request, "limit", selectors.DEFAULT_PAGE)
+        after = non_negative_int(request, "after", 0)
+        limit = non_negative_int(request, "limit", selectors.DEFAULT_PAGE)
         log = selectors.access_group(group, caller.principal)
         page = selectors.events_page(group, after=after, limit=limit, head=log.head_sequence)
         # The stored documents are already JSON: splice them instead of re-encoding.

@@ -11,17 +11,16 @@ after-commit hint could not be sent, and the test database could not be dropped.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.e2e.screens import SCREENSHOTS
 from tests.live_server import LiveServer, in_plain_thread, live_asgi_server
 
 __all__ = ["LiveServer", "browser", "in_plain_thread", "live_asgi_server", "page"]
 
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -57,7 +56,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
 
 @pytest.fixture
 def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh browser context; a failed test leaves a screenshot in ``test-results/``."""
+    """A fresh browser context; a failed test leaves ``var/screenshots/failed-<test>.png``."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
     tab = context.new_page()
@@ -66,6 +65,6 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
     finally:
         report = getattr(request.node, "report_call", None)
         if report is not None and report.failed:
-            SCREENSHOTS.mkdir(exist_ok=True)
-            tab.screenshot(path=SCREENSHOTS / f"{request.node.name}.png", full_page=True)
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            tab.screenshot(path=SCREENSHOTS / f"failed-{request.node.name}.png", full_page=True)
         context.close()

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from apps.ledger.models import Event
 from tests.dashboard import workflows as wf
+from tests.e2e.screens import snap
 from tests.e2e.test_dashboard_browser import log_in, with_password
 from tests.factories import HumanPersona, World, build_world, grant, human
 from tests.live_server import LiveServer, in_plain_thread
@@ -21,7 +21,6 @@ from tests.live_server import LiveServer, in_plain_thread
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 LIVE_TIMEOUT_MS = 5_000
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results"
 
 
 @dataclass
@@ -81,8 +80,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
         "data-refreshed-at", re.compile(".+"), timeout=LIVE_TIMEOUT_MS
     )
     expect(comment).to_have_value("Checked the blast radius: read-only.")
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=SCREENSHOTS / "work-waiting-for-approval.png")
+    snap(page, "work-waiting-for-approval")
 
     waiting.get_by_role("button", name="Grant approval for rev 1").click()
     expect(page).to_have_url(f"{server.url}/groups/{world.group}/")
@@ -116,7 +114,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     expect(row).to_have_attribute("data-state", "active", timeout=LIVE_TIMEOUT_MS)
     expect(row.locator('[data-field="state"]')).to_have_text("active")
     assert page.evaluate("() => window.__sameDocument") is True
-    page.screenshot(path=SCREENSHOTS / "work-group-page.png")
+    snap(page, "work-group-page")
 
 
 def test_the_work_item_page_follows_its_item_live(
@@ -148,8 +146,7 @@ def test_the_work_item_page_follows_its_item_live(
     )
     expect(page.locator('#work-item-body [data-field="lease"]')).to_contain_text("agent:w2")
     assert page.evaluate("() => window.__sameDocument") is True
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=SCREENSHOTS / "work-item-page.png", full_page=True)
+    snap(page, "work-item-page")
 
 
 def test_the_countdown_words_are_written_by_the_browser_script_alone(
@@ -209,8 +206,7 @@ def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_liv
     expect(expiry).to_have_text("expired", timeout=LIVE_TIMEOUT_MS)
     expect(expiry).to_have_attribute("data-passed", "true")
     expect(card.locator('[data-field="lease-status"]')).to_have_text("active")
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=SCREENSHOTS / "work-item-lease-expired.png", full_page=True)
+    snap(page, "work-item-lease-expired")
 
     in_plain_thread(wf.reassign, world.group, item)
     expect(card.locator('[data-field="lease"]')).to_have_text(
@@ -229,4 +225,4 @@ def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_liv
     expect(late.locator('[data-field="former-owner"]')).to_have_text("agent:w2")
     expect(page.locator('#work-item-body [data-field="state"]')).to_have_text("open")
     assert page.evaluate("() => window.__sameDocument") is True
-    page.screenshot(path=SCREENSHOTS / "work-item-lease-history.png", full_page=True)
+    snap(page, "work-item-lease-history")

@@ -164,6 +164,11 @@ class MissionSerializer(serializers.Serializer):
     parent = serializers.CharField(allow_null=True)
     children = serializers.ListField(child=serializers.CharField())
     work_items = serializers.ListField(child=serializers.CharField())
+    usage_series = serializers.ListField(
+        child=serializers.ListField(),
+        help_text="[sequence, recorded_at, {dimension: cumulative used}] after each charge, "
+        "oldest first, at most 120 points (R10.1-01(g))",
+    )
 
 
 class LeaseSerializer(serializers.Serializer):
@@ -246,6 +251,23 @@ class WorkItemSerializer(serializers.Serializer):
     late_result_log = LateResultSerializer(many=True, help_text="kept for audit (R11.5-02)")
     reassignments = serializers.IntegerField()
     former_owners = serializers.ListField(child=serializers.CharField())
+    approval_log = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="execution decisions {principal, decision, comment, revision, sequence, "
+        "recorded_at}, the latest 50 (R10.2-06)",
+    )
+    refusal = serializers.DictField(
+        allow_null=True, help_text="the current revision's refusal, if any (R10.2-06)"
+    )
+    progress = serializers.DictField(
+        allow_null=True, help_text="the latest structured progress report (R11.4-01)"
+    )
+    accepted_review = serializers.DictField(
+        allow_null=True, help_text="{by, sequence, recorded_at, verdicts, summary} (R13.2-03)"
+    )
+    failed_review = serializers.DictField(
+        allow_null=True, help_text="{by, sequence, recorded_at, evidence} (R13.2-03)"
+    )
 
 
 class CapabilityCheckRequestSerializer(serializers.Serializer):

@@ -14,6 +14,7 @@ from django.db import models
 from apps.ledger.projections import ModelProjection, ProjectionJSONDecoder
 from missionweave.protocol.context import ContextPackage as ContextPackageState
 from missionweave.protocol.missions.model import Mission as MissionState
+from missionweave.protocol.missions.model import usage_series_of
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.dependencies import DependencyGraph
 from missionweave.protocol.work.items import WorkItem as WorkItemState
@@ -43,6 +44,8 @@ class Mission(models.Model):
     created_by = models.CharField(max_length=160)
     created_sequence = models.PositiveBigIntegerField()
     link = models.JSONField(decoder=ProjectionJSONDecoder, null=True, blank=True)
+    #: ``used`` over time, bounded: [[sequence, recorded_at, {dimension: used}], ...]
+    usage_series = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
 
     class Meta:
         constraints: ClassVar = [
@@ -65,6 +68,7 @@ class Mission(models.Model):
             created_by=self.created_by,
             created_sequence=self.created_sequence,
             link=self.link,
+            usage_series=usage_series_of(self.usage_series),
         )
 
     projection: ClassVar[ModelProjection]
@@ -85,6 +89,9 @@ Mission.projection = ModelProjection(
         "created_by": state.created_by,
         "created_sequence": state.created_sequence,
         "link": state.link,
+        "usage_series": [
+            [sequence, recorded_at, used] for sequence, recorded_at, used in state.usage_series
+        ],
     },
 )
 

@@ -16,13 +16,26 @@ from .artifacts.citations import BY_COMMAND, named_by
 from .artifacts.naming import stored_keys
 from .facts import Command, Decision, StateKey, View
 from .missions import children, lifecycle
-from .work import assessment, checks, execution, leases, offers, planning, review, submission
+from .work import (
+    approvals,
+    assessment,
+    checks,
+    execution,
+    leases,
+    offers,
+    planning,
+    reservations,
+    review,
+    submission,
+)
 
 ANY_MEMBER_BUT_OBSERVER = frozenset({"admin", "mission_owner", "coordinator", "worker", "reviewer"})
 COORDINATOR = frozenset({"coordinator"})
 #: who may act as a worker: accept or reject an offer, then, as its owner, run the item (whoever
 #: accepted owns it; these roles only gate who may try)
 WORKER = frozenset({"worker", "coordinator"})
+#: who judges a submission: records evidence, reserves its review (R13.2-03)
+REVIEWERS = frozenset({"reviewer", "coordinator", "mission_owner"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +154,19 @@ _SPECS = (
         offers.decide_reject,
     ),
     _spec(
-        "approval.grant_execution",
+        approvals.GRANT,
         frozenset({"mission_owner"}),
-        offers.validate_grant_execution,
+        approvals.validate_grant_execution,
         checks.item_keys,
-        offers.decide_grant_execution,
+        approvals.decide_grant_execution,
+        humans_only=True,
+    ),
+    _spec(
+        approvals.REFUSE,
+        frozenset({"mission_owner"}),
+        approvals.validate_refuse_execution,
+        checks.item_keys,
+        approvals.decide_refuse_execution,
         humans_only=True,
     ),
     _spec(
@@ -217,10 +238,24 @@ _SPECS = (
     ),
     _spec(
         "evidence.record",
-        frozenset({"reviewer", "coordinator", "mission_owner"}),
+        REVIEWERS,
         review.validate_evidence_record,
         checks.item_keys,
         review.decide_evidence_record,
+    ),
+    _spec(
+        reservations.RESERVE,
+        REVIEWERS,
+        reservations.validate_reserve,
+        checks.item_keys,
+        reservations.decide_reserve,
+    ),
+    _spec(
+        reservations.RELEASE,
+        REVIEWERS,
+        reservations.validate_release,
+        checks.item_keys,
+        reservations.decide_release,
     ),
     _spec(
         "work.accept_result",
@@ -229,9 +264,11 @@ _SPECS = (
         checks.item_keys,
         review.decide_accept_result,
     ),
+    # the owner, a coordinator, or a human mission_owner sending a submission back (R13.2-03
+    # step 5): ``review.decide_fail`` tells them apart
     _spec(
         "work.fail",
-        frozenset({"worker", "coordinator"}),
+        frozenset({"worker", "coordinator", "mission_owner"}),
         review.validate_fail,
         checks.item_keys,
         review.decide_fail,

@@ -22,7 +22,7 @@ from .errors import ProtocolError
 from .evolvers import AGGREGATE_KINDS, REGISTRY
 from .facts import Command, Decision, NewEvent, StateKey, View
 from .memberships import Membership
-from .missions.model import Mission
+from .missions.model import Mission, usage_series_of
 from .signing import document_signature_holds, sign_document
 from .strictjson import parse
 from .validation import check_fields, malformed
@@ -149,6 +149,7 @@ def _mission(data: dict[str, Any]) -> Mission:
         created_by=data["created_by"],
         created_sequence=data["created_sequence"],
         link=data["link"],
+        usage_series=usage_series_of(data.get("usage_series", ())),
     )
 
 

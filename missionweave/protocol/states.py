@@ -60,6 +60,13 @@ TRANSITIONS: tuple[Transition, ...] = (
     ),
     _row("R10.2-04", "work.accept_offer", {OFFERED}, (QUEUED,), "starts the ownership epoch"),
     _row("R10.2-06", "approval.grant_execution", {QUEUED}, (QUEUED,), "satisfies the start gate"),
+    _row(
+        "R10.2-06",
+        "approval.refuse_execution",
+        {QUEUED},
+        (QUEUED,),
+        "the revision may not start; a corrected contract is decided afresh",
+    ),
     _row("R10.2-07", "work.start", {QUEUED}, (ACTIVE,), "valid ownership and a lease"),
     _row("R10.2-08", "work.checkpoint", {ACTIVE}, (QUEUED,), "releases execution"),
     _row("R10.2-09", "work.block", {ACTIVE}, (BLOCKED,), "checkpoint and bounded blocked lease"),

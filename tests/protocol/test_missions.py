@@ -36,6 +36,7 @@ def test_create_appends_mission_created_with_the_body() -> None:
         "created_by": OLGA,
         "created_sequence": 1,
         "link": None,
+        "usage_series": [],
     }
 
 

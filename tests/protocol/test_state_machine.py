@@ -64,6 +64,7 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "work.offer": ("work.offered",),
     "work.accept_offer": ("work.offer_accepted", "work.offer_withdrawn"),
     "approval.grant_execution": ("approval.execution_granted",),
+    "approval.refuse_execution": ("approval.execution_refused",),
     "work.start": ("work.started",),
     "work.checkpoint": ("work.checkpointed",),
     "work.block": ("work.blocked",),

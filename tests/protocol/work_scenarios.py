@@ -49,6 +49,9 @@ SECOND_OWNER = "user:mona"
 #: is not
 HUMAN_COORDINATOR_OWNER = "user:cora"
 HUMAN_COORDINATOR = "user:cole"
+#: reviewers: an agent, and a human who is also a mission owner (may accept human_review)
+REVIEWER = "agent:r1"
+HUMAN_REVIEWER = "user:rita"
 
 #: each principal's roles in the group (the same as the personas of ``tests/factories.py``)
 ROLES: dict[str, frozenset[str]] = {
@@ -59,6 +62,8 @@ ROLES: dict[str, frozenset[str]] = {
     SECOND_OWNER: frozenset({"mission_owner"}),
     HUMAN_COORDINATOR_OWNER: frozenset({"coordinator", "mission_owner"}),
     HUMAN_COORDINATOR: frozenset({"coordinator"}),
+    REVIEWER: frozenset({"reviewer"}),
+    HUMAN_REVIEWER: frozenset({"reviewer", "mission_owner"}),
     AUTHORITY: frozenset(),
 }
 SESSION_EPOCH = 1
@@ -425,6 +430,15 @@ def _grant(story: WorkStory, *, actor: str = MISSION_OWNER, **_: Any) -> Call:
     return Call("approval.grant_execution", actor, body)
 
 
+def _refuse(story: WorkStory, *, actor: str = MISSION_OWNER, **_: Any) -> Call:
+    body = {
+        "work_item": story.item,
+        "contract_revision": story.revision,
+        "comment": "the contract reads customer data it does not need",
+    }
+    return Call("approval.refuse_execution", actor, body)
+
+
 def _start(story: WorkStory, **_: Any) -> Call:
     body = {"work_item": story.item, "ownership_epoch": story.epoch or 1}
     return Call("work.start", story.owner_actor, body)
@@ -577,6 +591,7 @@ CALLS: dict[str, Callable[..., Call]] = {
     "work.accept_offer": _accept,
     "work.reject_offer": _reject,
     "approval.grant_execution": _grant,
+    "approval.refuse_execution": _refuse,
     "work.start": _start,
     "lease.renew": _owner_call("lease.renew", lambda story: {}),
     "capability.issue": _owner_call("capability.issue", lambda story: {}),

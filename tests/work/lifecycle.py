@@ -125,6 +125,7 @@ MOVES = {
     "work.offered": "work.offer",
     "work.offer_accepted": "work.accept_offer",
     "approval.execution_granted": "approval.grant_execution",
+    "approval.execution_refused": "approval.refuse_execution",
     "work.started": "work.start",
     "work.checkpointed": "work.checkpoint",
     "work.blocked": "work.block",

@@ -400,11 +400,39 @@ class Lifecycle(RuleBasedStateMachine):
             expected = ILLEGAL
         elif revision != item.revision:
             expected = ErrorCode.STALE_REVISION
-        elif persona.principal in (item.authorized_by, item.proposed_by):
-            expected = ErrorCode.SELF_APPROVAL
-        elif persona.principal in item.approvals:
-            expected = ErrorCode.DUPLICATE_APPROVAL
+        else:
+            expected = self._decision_refusal(item, persona)
         self.send(persona, "approval.grant_execution", body, expected)
+
+    def _decision_refusal(self, item: WorkItem, persona: HumanPersona) -> Expected:
+        """R10.2-06: never the requester; one decision per person per revision; nothing
+        after a refusal."""
+        if persona.principal in (item.authorized_by, item.proposed_by):
+            return ErrorCode.SELF_APPROVAL
+        refused_by = (item.refusal or {}).get("principal")
+        if persona.principal in item.approvals or persona.principal == refused_by:
+            return ErrorCode.DUPLICATE_APPROVAL
+        return ILLEGAL if item.refusal is not None else OK
+
+    def do_refuse(
+        self, work_item: str, persona: HumanPersona, revision_offset: int, comment: str
+    ) -> None:
+        """R10.2-06: a human mission_owner refuses the revision, saying why; it never starts."""
+        item = self.item(work_item)
+        revision = (item.revision if item else 1) + revision_offset
+        body = {"work_item": work_item, "contract_revision": revision, "comment": comment}
+        expected: Expected = OK
+        if not comment:
+            expected = ErrorCode.MALFORMED
+        elif item is None:
+            expected = NOT_FOUND
+        elif item.state != S.QUEUED:
+            expected = ILLEGAL
+        elif revision != item.revision:
+            expected = ErrorCode.STALE_REVISION
+        else:
+            expected = self._decision_refusal(item, persona)
+        self.send(persona, "approval.refuse_execution", body, expected)
 
     def do_start(self, work_item: str, actor: AgentPersona, epoch_offset: int) -> None:
         """R10.2-07, R11.3-01, R10.1-01(i), R10.4-03; a retry waits out its backoff (R11.4-08)."""
@@ -420,7 +448,7 @@ class Lifecycle(RuleBasedStateMachine):
             expected = STALE_OWNERSHIP
         elif item.state != S.QUEUED or retry_waits(item):
             expected = ILLEGAL
-        elif len(item.approvals) < approvals_required(item):
+        elif item.refusal is not None or len(item.approvals) < approvals_required(item):
             expected = ErrorCode.APPROVAL_REQUIRED
         elif self._unmet(item):
             expected = ErrorCode.DEPENDENCY_UNMET
@@ -539,6 +567,20 @@ class Lifecycle(RuleBasedStateMachine):
         if expected == OK and not with_evidence:
             expected = ErrorCode.EVIDENCE_MISSING
         self.send(persona, "work.fail", body, expected)
+
+    def do_send_back(self, work_item: str, with_evidence: bool) -> None:
+        """R13.2-03 step 5: a human mission_owner fails a submitted item only."""
+        item = self.item(work_item)
+        failure = (
+            [evidence("c1", self.cast.olga.principal, verdict="fail")] if with_evidence else []
+        )
+        body = {"work_item": work_item, "evidence": failure}
+        expected: Expected = NOT_FOUND
+        if item is not None:
+            expected = OK if item.state == S.SUBMITTED else ILLEGAL
+        if expected == OK and not with_evidence:
+            expected = ErrorCode.EVIDENCE_MISSING
+        self.send(self.cast.olga, "work.fail", body, expected)
 
     def do_cancel(self, work_item: str, persona: Persona) -> None:
         """R10.2-14, R10.2-19: any unfinished state; terminal states stay."""
@@ -788,6 +830,22 @@ class Lifecycle(RuleBasedStateMachine):
         self.do_reject(work_item, offer_id, wrong_worker or worker)
 
     @precondition(lambda self: self.items())
+    @rule(
+        pick=picks,
+        by_olga=st.booleans(),
+        stale_revision=st.integers(0, 5),
+        comment=st.sampled_from(("out of scope", "out of scope", "")),
+    )
+    def refuse_approval(self, pick: int, by_olga: bool, stale_revision: int, comment: str) -> None:
+        persona = self.cast.olga if by_olga else self.cast.omar
+        self.do_refuse(
+            self.pick_item(pick, "approval.refuse_execution"),
+            persona,
+            1 if stale_revision == 0 else 0,
+            comment,
+        )
+
+    @precondition(lambda self: self.items())
     @rule(pick=picks, by_olga=st.booleans(), stale_revision=st.integers(0, 5))
     def grant_approval(self, pick: int, by_olga: bool, stale_revision: int) -> None:
         persona = self.cast.olga if by_olga else self.cast.omar
@@ -861,6 +919,11 @@ class Lifecycle(RuleBasedStateMachine):
     )
     def fail(self, pick: int, by_owner: bool, with_evidence: bool) -> None:
         self.do_fail(self.pick_item(pick, "work.fail"), by_owner, with_evidence)
+
+    @precondition(lambda self: self.items())
+    @rule(pick=picks, with_evidence=st.integers(0, 5).map(bool))
+    def send_back(self, pick: int, with_evidence: bool) -> None:
+        self.do_send_back(self.pick_item(pick, "work.accept_result"), with_evidence)
 
     @precondition(lambda self: self.items())
     @rule(pick=picks, by_olga=st.booleans())
@@ -981,7 +1044,9 @@ class Lifecycle(RuleBasedStateMachine):
                 if p.principal not in (item.authorized_by, item.proposed_by, *item.approvals)
             ]
             short = len(item.approvals) < approvals_required(item)
-            if short and pick % 5 == 0:
+            if short and approvers and pick % 11 == 6:
+                self.do_refuse(work_item, approvers[0], 0, "out of scope")  # R10.2-06
+            elif short and pick % 5 == 0:
                 self.do_grant(work_item, self.cast.olga, 0)  # maybe self or duplicate approval
             elif short and approvers and pick % 4:
                 self.do_grant(work_item, approvers[0], 0)
@@ -1000,7 +1065,10 @@ class Lifecycle(RuleBasedStateMachine):
         elif item.state == S.SUBMITTED:
             if pick % 4 == 0:
                 self.do_record_evidence(work_item, self.cast.rita)
-            self.do_accept_result(work_item, self.cast.olga, passes=pick % 7 != 0)
+            if pick % 6 == 5:
+                self.do_send_back(work_item, with_evidence=True)  # R13.2-03 step 5
+            else:
+                self.do_accept_result(work_item, self.cast.olga, passes=pick % 7 != 0)
         elif item.state == S.BLOCKED and child_running(item):
             assert item.child is not None
             group, child = item.child["group"], item.child["mission"]

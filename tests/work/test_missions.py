@@ -52,6 +52,7 @@ def test_a_created_mission_is_served_with_the_wire_fields(world: World) -> None:
         "created_by": "agent:w1",
         "created_sequence": outcome.body["events"][0]["sequence"],
         "link": None,
+        "usage_series": [],
     }
 
 

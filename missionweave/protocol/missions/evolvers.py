@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..budgets import CHARGE_EVENTS, add_usage
+from ..budgets import CHARGE_EVENTS, add_usage, non_zero
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
 from .model import ACTIVE, Mission, mission_key
+from .usage import with_point
 
 
 def _the_mission(fact: Fact) -> list[StateKey]:
@@ -78,5 +79,11 @@ def _charged_missions(fact: Fact) -> list[StateKey]:
 
 @evolves(*sorted(CHARGE_EVENTS), aggregate=MISSION, keys=_charged_missions)
 def _charged(mission: Mission, fact: Fact, key: StateKey) -> Mission:
-    """R11.5-12: usage charges the whole ancestry (the decider checked every limit first)."""
-    return replace(mission, used=add_usage(mission.used, fact.payload["usage"]))
+    """R11.5-12: usage charges the whole ancestry (the decider checked every limit first);
+    a charge that changes ``used`` is a point of its ``usage_series``."""
+    usage = fact.payload["usage"]
+    used = add_usage(mission.used, usage)
+    series = mission.usage_series
+    if non_zero(usage):
+        series = with_point(series, fact.sequence, fact.recorded_at, used)
+    return replace(mission, used=used, usage_series=series)

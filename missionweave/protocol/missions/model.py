@@ -31,6 +31,9 @@ class Mission:
     #: a child mission's link to the WorkItem it unblocks:
     #: {group, mission, work_item, correlation_id}
     link: dict[str, Any] | None = None
+    #: ``used`` over time, for charts of used against limit: (sequence, recorded_at,
+    #: {dimension: cumulative used}) after each charge, bounded (``missions.usage``)
+    usage_series: tuple[tuple[int, str, dict[str, float | int]], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The Mission projection as served by ``GET /groups/{g}/missions/{id}``."""
@@ -45,7 +48,16 @@ class Mission:
             "created_by": self.created_by,
             "created_sequence": self.created_sequence,
             "link": self.link,
+            "usage_series": [
+                [sequence, recorded_at, dict(used)]
+                for sequence, recorded_at, used in self.usage_series
+            ],
         }
+
+
+def usage_series_of(points: Any) -> tuple[tuple[int, str, dict[str, float | int]], ...]:
+    """``usage_series`` read back from JSON (a projection row or a snapshot)."""
+    return tuple((sequence, recorded_at, dict(used)) for sequence, recorded_at, used in points)
 
 
 def mission_key(mission_id: str) -> StateKey:

@@ -92,6 +92,8 @@ def fresh_review(contract: dict[str, Any], submission: int, submitter: str) -> d
         "pending_checks": owed_checks(contract),
         "requests": [],
         "criteria": criteria,
+        #: who is reviewing it now, advisory (``reservations``): {reviewer, expires_at, sequence}
+        "reservation": None,
     }
     return with_statuses(review)
 

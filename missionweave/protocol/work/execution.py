@@ -19,6 +19,7 @@ from ..validation import (
     is_number,
     malformed,
 )
+from .approvals import require_not_refused
 from .checks import (
     approvals_required,
     digests,
@@ -93,6 +94,7 @@ def decide_start(view: View, command: Command) -> Decision:
         )
     S.require_state(command.type, item.state, work_item=item.id)
     require_retry_due(item, command.now)
+    require_not_refused(item)  # R10.2-06: a refused revision never starts
     needed = approvals_required(item)
     if len(item.approvals) < needed:
         raise ProtocolError(

@@ -14,8 +14,10 @@ from .. import states as S
 from ..budgets import CHARGE_EVENTS, add_usage
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
+from .approvals import APPROVAL_LOG_LIMIT, GRANTED, REFUSED, decision_entry
 from .assessment import REQUESTED, fresh_review, with_evidence, with_request
 from .items import Lease, Offer, WorkItem, work_item_key
+from .reservations import RELEASED, RESERVED, reservation_entry
 
 HISTORY_LIMIT = 200  # the projection keeps the latest events; the log keeps them all
 LEASE_HISTORY_LIMIT = 50  # closed leases kept on the projection (the log keeps every one)
@@ -126,9 +128,14 @@ def _offered(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         start_deadline=None,
         start_window_s=p.get("start_within_s"),
     )
-    if p["revision"] != item.revision:  # a corrected contract (R10.1-05)
+    if p["revision"] != item.revision:  # a corrected contract (R10.1-05), decided afresh
         item = replace(
-            item, revision=p["revision"], contract=p["contract"], approvals=(), open_questions=()
+            item,
+            revision=p["revision"],
+            contract=p["contract"],
+            approvals=(),
+            refusal=None,
+            open_questions=(),
         )
     return item
 
@@ -176,9 +183,33 @@ def _message_posted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     return replace(item, messages=item.messages + 1, open_questions=questions)
 
 
-@evolves("approval.execution_granted", aggregate=WORK_ITEM)
+def _logged_decision(fact: Fact, decision: str) -> dict[str, Any]:
+    return decision_entry(
+        decision,
+        principal=fact.actor,
+        payload=fact.payload,
+        sequence=fact.sequence,
+        recorded_at=fact.recorded_at,
+    )
+
+
+def _with_decision(item: WorkItem, entry: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    return (*item.approval_log, entry)[-APPROVAL_LOG_LIMIT:]
+
+
+@evolves(GRANTED, aggregate=WORK_ITEM)
 def _execution_granted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
-    return replace(item, approvals=(*item.approvals, fact.actor))
+    entry = _logged_decision(fact, "granted")
+    return replace(
+        item, approvals=(*item.approvals, fact.actor), approval_log=_with_decision(item, entry)
+    )
+
+
+@evolves(REFUSED, aggregate=WORK_ITEM)
+def _execution_refused(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """R10.2-06: the revision is refused until a corrected contract raises it."""
+    entry = _logged_decision(fact, "refused")
+    return replace(item, refusal=entry, approval_log=_with_decision(item, entry))
 
 
 # --- execution under a lease (R10.2-07..11, R11.3) -----------------------------------------
@@ -215,10 +246,20 @@ def _lease_renewed(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     return replace(item, lease=lease)
 
 
+#: what the item keeps of a progress report: structure, never a percentage (R11.4-01, R11.4-02)
+PROGRESS_FIELDS = (
+    "phase", "milestones_completed", "next_checkpoint", "blockers", "estimate", "evidence_refs",
+)  # fmt: skip
+
+
 @evolves("work.progress_reported", aggregate=WORK_ITEM)
 def _progress_reported(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
-    """Progress changes nothing but the item's history (R11.4-01)."""
-    return item
+    """The latest structured progress, with who reported it and when (R11.4-01); it moves
+    nothing."""
+    p = fact.payload
+    progress = {name: p[name] for name in PROGRESS_FIELDS if name in p}
+    progress.update(by=fact.actor, sequence=fact.sequence, recorded_at=fact.recorded_at)
+    return replace(item, progress=progress)
 
 
 @evolves(*sorted(CHARGE_EVENTS), aggregate=WORK_ITEM)
@@ -342,9 +383,37 @@ def _review_requested(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     return replace(item, review=with_request(item.review, fact.payload, fact.sequence))
 
 
+@evolves(RESERVED, aggregate=WORK_ITEM)
+def _review_reserved(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """Advisory: who is reviewing the submission, until when (``reservations``)."""
+    if item.review is None:
+        return item
+    reservation = reservation_entry(fact.payload, fact.sequence)
+    return replace(item, review={**item.review, "reservation": reservation})
+
+
+@evolves(RELEASED, aggregate=WORK_ITEM)
+def _review_released(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    return _unreserved(item)
+
+
+def _unreserved(item: WorkItem) -> WorkItem:
+    """The item leaving ``submitted`` (or released): nobody is reviewing it any more."""
+    if item.review is None or item.review.get("reservation") is None:
+        return item
+    return replace(item, review={**item.review, "reservation": None})
+
+
+def _judgement(fact: Fact, **fields: Any) -> dict[str, Any]:
+    return {"by": fact.actor, "sequence": fact.sequence, "recorded_at": fact.recorded_at, **fields}
+
+
 @evolves("work.result_accepted", aggregate=WORK_ITEM)
 def _result_accepted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
-    return replace(item, state=S.VERIFIED)
+    """Verified; the accepting review is kept for the mission's final approval (R13.2-03)."""
+    review = fact.payload["review"]
+    accepted = _judgement(fact, verdicts=review["verdicts"], summary=review["summary"])
+    return replace(_unreserved(item), state=S.VERIFIED, accepted_review=accepted)
 
 
 _ENDED = {"work.failed": S.FAILED, "work.cancelled": S.CANCELLED}
@@ -352,13 +421,25 @@ _ENDED = {"work.failed": S.FAILED, "work.cancelled": S.CANCELLED}
 
 @evolves(*_ENDED, aggregate=WORK_ITEM)
 def _ended(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
-    """A terminal state: the lease is revoked and nothing waits for a deadline or a retry."""
+    """A terminal state: the lease is revoked and nothing waits for a deadline or a retry.
+
+    A submission failed by a judge (not by its mission's end) keeps why: ``failed_review``
+    with the evidence, as the accepting review is kept (R13.2-03 step 5)."""
+    failed_review = item.failed_review
+    sent_back = (
+        fact.type == "work.failed"
+        and item.state == S.SUBMITTED
+        and not fact.payload.get("propagated_from")
+    )
+    if sent_back:
+        failed_review = _judgement(fact, evidence=fact.payload["evidence"])
     return replace(
-        item,
+        _unreserved(item),
         state=_ENDED[fact.type],
         lease=_close_lease(item, "revoked", fact),
         start_deadline=None,
         retry_at=None,
+        failed_review=failed_review,
     )
 
 

@@ -140,6 +140,19 @@ class WorkItem:
     #: each kept late result by "<former ownership epoch>:<content digest>" → its sequence:
     #: a repeat is answered without being kept again (R11.5-02, bounded)
     late_result_keys: dict[str, int] = field(default_factory=dict)
+    #: every execution decision, granted or refused, with its comment, latest last and
+    #: bounded: {principal, decision, comment, revision, sequence, recorded_at} (R10.2-06)
+    approval_log: tuple[dict[str, Any], ...] = ()
+    #: the current revision's refusal (an entry of ``approval_log``), or None: it holds
+    #: ``work.start`` until a corrected contract raises the revision (R10.2-06)
+    refusal: dict[str, Any] | None = None
+    #: the owner's latest structured progress report, never a percentage (R11.4-01, R11.4-02)
+    progress: dict[str, Any] | None = None
+    #: the review that verified the item: {by, sequence, recorded_at, verdicts, summary}
+    #: (R13.2-03 step 5: the mission's final approval lists it)
+    accepted_review: dict[str, Any] | None = None
+    #: the latest sending back of a submission: {by, sequence, recorded_at, evidence}
+    failed_review: dict[str, Any] | None = None
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -213,6 +226,11 @@ class WorkItem:
             "reassignments": self.reassignments,
             "review": self.review,
             "late_result_keys": dict(self.late_result_keys),
+            "approval_log": list(self.approval_log),
+            "refusal": self.refusal,
+            "progress": self.progress,
+            "accepted_review": self.accepted_review,
+            "failed_review": self.failed_review,
         }
 
     @classmethod
@@ -257,4 +275,9 @@ class WorkItem:
             reassignments=data.get("reassignments", 0),
             review=data.get("review"),
             late_result_keys=dict(data.get("late_result_keys", {})),
+            approval_log=tuple(data.get("approval_log", ())),
+            refusal=data.get("refusal"),
+            progress=data.get("progress"),
+            accepted_review=data.get("accepted_review"),
+            failed_review=data.get("failed_review"),
         )

@@ -1,5 +1,6 @@
-"""Offers and ownership: ``work.offer``, ``work.accept_offer``, ``work.reject_offer`` and the
-execution approval gate ``approval.grant_execution`` (R10.2-03..06, R10.3)."""
+"""Offers and ownership: ``work.offer``, ``work.accept_offer`` and ``work.reject_offer``
+(R10.2-03..05, R10.3). The execution approval gate that follows an acceptance is in
+``approvals``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from ..validation import (
     check_text,
     malformed,
 )
-from .assessment import require_not_owner
 from .checks import (
     BLOCKED_LEASE,
     MAX_SEQUENTIAL_OFFERS,
@@ -28,7 +28,6 @@ from .checks import (
     MIN_START_WINDOW_S,
     REJECT_REASONS,
     SELECTION_BASIS_FIELDS,
-    approvals_required,
     no_private_reasoning,
     optional_seconds,
     require_item,
@@ -279,45 +278,3 @@ def decide_reject(view: View, command: Command) -> Decision:
             requirement="R10.3-09",
         )
     return Decision([NewEvent("work.offer_rejected", dict(command.body))])
-
-
-# --- approval.grant_execution (R10.2-06, R10.1-01(i)) ----------------------------------------
-
-
-def validate_grant_execution(body: dict[str, Any]) -> None:
-    check_fields(body, required=("work_item", "contract_revision", "comment"))
-    check_id(body["work_item"], "$.work_item")
-    revision = body["contract_revision"]
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
-        raise malformed("contract_revision is a positive integer", "$.contract_revision")
-    check_text(body["comment"], "$.comment", empty=True)
-
-
-def decide_grant_execution(view: View, command: Command) -> Decision:
-    item = require_item(view, command.body["work_item"])
-    S.require_state(command.type, item.state, work_item=item.id)
-    if command.body["contract_revision"] != item.revision:
-        raise ProtocolError(
-            ErrorCode.STALE_REVISION,
-            f"the contract of {item.id} is at revision {item.revision}",
-            requirement="R10.1-05",
-            details={"revision": item.revision},
-        )
-    if command.actor in (item.authorized_by, item.proposed_by):
-        raise ProtocolError(
-            ErrorCode.SELF_APPROVAL,
-            f"{command.actor} asked for {item.id} and cannot approve its execution",
-            requirement="R10.2-06",
-        )
-    require_not_owner(item, command.actor, "approve the execution of")
-    if command.actor in item.approvals:
-        raise ProtocolError(
-            ErrorCode.DUPLICATE_APPROVAL,
-            f"{command.actor} already approved revision {item.revision} of {item.id}",
-            requirement="R10.2-06",
-        )
-    needed = approvals_required(item)
-    return Decision(
-        [NewEvent("approval.execution_granted", dict(command.body))],
-        {"approvals": len(item.approvals) + 1, "approvals_required": needed},
-    )

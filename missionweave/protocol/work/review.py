@@ -152,14 +152,37 @@ def validate_fail(body: dict[str, Any]) -> None:
     evidence_list(body["evidence"], "$.evidence")
 
 
+def _fail_path(command: Command) -> str:
+    """Who is failing the item (wire.md §9): ``owner`` (with its lease id, or a worker
+    without the coordinator's role), ``coordinator``, or a human ``mission_owner`` sending a
+    reviewed submission back (R13.2-03 step 5)."""
+    roles = command.actor_roles
+    if "lease_id" in command.body:
+        return "owner"
+    if "coordinator" in roles:
+        return "coordinator"
+    if "mission_owner" in roles and is_human(command.actor):
+        return "mission_owner"
+    if "worker" in roles:
+        return "owner"
+    raise ProtocolError(
+        ErrorCode.FORBIDDEN,
+        "a mission_owner sends a submission back as a human only",
+        requirement="wire§9",
+        details={"allowed_roles": ["coordinator", "mission_owner (human)", "owner"]},
+    )
+
+
 def decide_fail(view: View, command: Command) -> Decision:
-    """R10.2-13: the owner (with its lease id) or a coordinator fails the item, with evidence.
+    """R10.2-13: the owner (with its lease id) or a coordinator fails the item, with evidence;
+    a human mission_owner fails a ``submitted`` one, sending the reviewed result back
+    (R13.2-03 step 5), never its own.
 
     The owner's failure is retried automatically while the contract's retry policy allows
-    (R11.4-08); a coordinator's failure is final."""
+    (R11.4-08); a coordinator's or mission_owner's failure is final."""
     item = require_item(view, command.body["work_item"])
-    by_owner = "lease_id" in command.body or "coordinator" not in command.actor_roles
-    if by_owner:
+    path = _fail_path(command)
+    if path == "owner":
         require_owner(item, command.actor)
         require_current_lease_id(item, command.body.get("lease_id", ""))
         S.require_state(command.type, item.state, work_item=item.id)
@@ -169,9 +192,18 @@ def decide_fail(view: View, command: Command) -> Decision:
             require_live_lease(item, command.now)
     else:
         S.require_state(command.type, item.state, work_item=item.id)
+    if path == "mission_owner":
+        if item.state != S.SUBMITTED:
+            raise ProtocolError(
+                ErrorCode.ILLEGAL_TRANSITION,
+                f"{item.id} is {item.state}: a mission_owner fails only a submission",
+                requirement="R13.2-03",
+                details={"work_item": item.id, "state": item.state, "allowed_from": [S.SUBMITTED]},
+            )
+        require_not_owner(item, command.actor, "fail the result of")
     if not command.body["evidence"]:
         raise evidence_missing(["failure evidence"], "a failure carries evidence", "R10.2-13")
-    if by_owner and item.state == S.ACTIVE:
+    if path == "owner" and item.state == S.ACTIVE:
         event = owner_failure(item, command)
         return Decision([event], {"outcome": event.type})
     return Decision([NewEvent("work.failed", dict(command.body))])

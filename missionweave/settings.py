@@ -184,7 +184,7 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "dashboard:login"
-LOGIN_REDIRECT_URL = "dashboard:groups"
+LOGIN_REDIRECT_URL = "dashboard:inbox"
 LOGOUT_REDIRECT_URL = "dashboard:login"
 
 # Request bodies are read and size-checked by the API itself (wire.md §1 limits).

@@ -48,3 +48,21 @@ class MissionCancelForm(forms.Form):
         max_length=10_000,
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Why the mission stops"}),
     )
+
+
+class RefuseExecutionForm(forms.Form):
+    """``approval.refuse_execution`` (R10.2-06) from the execution-approval screen.
+
+    Like the grant, it carries the revision the page showed (STALE_REVISION on a stale page,
+    R10.1-05) and the page's command id. Unlike the grant, the comment is required: a refusal
+    tells the coordinator what to change. The form says so before anything is sent, and the
+    write path refuses an empty one again (MALFORMED).
+    """
+
+    contract_revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    command_id = forms.RegexField(regex=ID_PATTERN, required=False, widget=forms.HiddenInput)
+    comment = forms.CharField(
+        max_length=10_000,
+        error_messages={"required": "a refusal says why: write what must change (R10.2-06)"},
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Why it must not run (required)"}),
+    )

@@ -1,5 +1,6 @@
-"""Dashboard pages: the groups a person belongs to and a group's verified, live timeline
-(with its live work section, from ``work_views``).
+"""Dashboard pages: the groups a person belongs to (``/groups/``; the inbox at ``/`` is
+``inbox_views``) and a group's verified, live timeline (with its live work section, from
+``work_views``).
 
 Thin function views: reads come from ``selectors``, checking the chain from ``timeline``.
 A group the person is not an active member of is 404 whether or not it exists
@@ -25,6 +26,7 @@ _DIGITS = re.compile(r"[0-9]{1,18}")
 
 @login_required
 def group_list(request: HttpRequest) -> HttpResponse:
+    """The groups where the person holds an active membership, with their roles and heads."""
     principal = Caller.for_user(request.user).principal
     return render(
         request,

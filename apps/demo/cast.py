@@ -1,7 +1,9 @@
-"""The demo's cast for ``manage.py demo``: one group with a human admin, a coordinator agent,
-workers and a reviewer agent, open sessions, a few missions, and the two ways they submit
-commands (signed by an agent, or as the human admin) — all through the real services and the
-one write path, so the demo exercises exactly what production does. Their artifacts go into
+"""The demo's cast for ``manage.py demo``: one group with a human admin, three more people
+(two mission owners and a reviewer, so every human screen can be walked as someone who may
+act and as someone who may not), a coordinator agent, workers and a reviewer agent, open
+sessions, a few missions, and the two ways they submit commands (signed by an agent, or as a
+person) — all through the real services and the one write path, so the demo exercises
+exactly what production does. Their artifacts go into
 the same store ``PUT /api/v1/artifacts/{digest}`` fills (:func:`upload_as`). The story they act
 out is :mod:`apps.demo.story`.
 
@@ -58,6 +60,31 @@ SEED_MISSIONS = (
     ("demo-m-incidents", "Summarise the incident reports of November"),
     ("demo-m-onboarding", "Translate the onboarding guide into French and German"),
     ("demo-m-pricing", "Compare the pricing pages of our three main competitors"),
+    ("demo-m-access", "Audit who can change the billing service's production data"),
+)
+
+
+@dataclass(frozen=True)
+class Person:
+    """A person of the demo besides the admin: signs in to the dashboard with the demo
+    password; ``roles`` are their roles in the demo group."""
+
+    username: str
+    roles: tuple[str, ...]
+    does: str  # what the banner says they are there for
+
+    @property
+    def principal(self) -> str:
+        return user_principal(self.username)
+
+
+#: the people who walk the human screens: two mission owners (a WorkItem needing two
+#: approvals waits in both inboxes) and a reviewer who is also a mission owner, so she may
+#: accept a ``human_review`` result (wire.md §9, R13.2-03 step 5)
+PEOPLE = (
+    Person("olivia", ("mission_owner",), "mission owner: approvals, missions"),
+    Person("omar", ("mission_owner",), "mission owner: approvals, missions"),
+    Person("rita", ("reviewer", "mission_owner"), "reviewer and mission owner: reviews"),
 )
 
 
@@ -84,6 +111,7 @@ class DemoWorld:
     coordinator: DemoAgent
     workers: list[DemoAgent]
     reviewer: DemoAgent
+    people: tuple[Person, ...] = PEOPLE
 
     @property
     def admin_principal(self) -> str:
@@ -140,6 +168,14 @@ def _admin_user(password: str) -> Caller:
     user.set_password(password)
     user.save()
     return Caller.for_user(user)
+
+
+def _person_user(person: Person, password: str) -> None:
+    """The person's login, with the demo password (set again each run, like the admin's)."""
+    user, _ = get_user_model().objects.get_or_create(username=person.username)
+    user.is_active = True
+    user.set_password(password)
+    user.save()
 
 
 def _admin_token() -> str:
@@ -219,7 +255,8 @@ def submit_as_agent(
 
 
 def submit_as_admin(username: str, type_: str, body: dict[str, Any], *, command_id: str) -> Outcome:
-    """A command from the human admin: the unsigned human envelope the dashboard builds."""
+    """A command from a person (the admin or another demo person): the unsigned human
+    envelope the dashboard builds."""
     caller = Caller.for_user(get_user_model().objects.get(username=username))
     return submit_as_human(
         caller=caller, group_id=GROUP, type_=type_, body=body, command_id=command_id
@@ -258,6 +295,9 @@ def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
     for worker in workers:
         _ensure_member(admin, worker.principal, ["worker"])
     _ensure_member(admin, reviewer.principal, ["reviewer"])
+    for person in PEOPLE:
+        _person_user(person, password)
+        _ensure_member(admin, person.principal, list(person.roles))
 
     for agent in (coordinator, *workers, reviewer):
         open_session(agent)

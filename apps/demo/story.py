@@ -2,9 +2,11 @@
 
 ``seed_work`` leaves one WorkItem in each place worth showing: verified after the authority's
 checks and a human review, active in a worker's hands, queued behind an execution approval
-that the human admin gives from the dashboard, waiting on a dependency, blocked by a child
-mission. ``tick`` is one beat of the live loop: a small state machine over the projections —
-for each WorkItem, "in state X, do the next step" — played by the coordinator, the two workers
+that the human admin gives from the dashboard, queued behind a riskier one that needs two
+mission owners (it waits in olivia's, omar's, rita's and the admin's inboxes), submitted and
+waiting for a person's review (rita's), waiting on a dependency, blocked by a child mission.
+``tick`` is one beat of the live loop: a small state machine over the projections — for each
+WorkItem, "in state X, do the next step" — played by the coordinator, the two workers
 and the reviewer with signed commands through the one write path. Nothing here decides what is
 allowed: a refusal is the write path's answer, reported, and the loop goes on.
 
@@ -120,6 +122,13 @@ COLLECT = "demo-wi-pricing-collect"  # queued, waiting for the admin's execution
 TERMS = "demo-wi-pricing-terms"  # blocked by its child mission CHILD_MISSION
 CHILD_MISSION = "demo-m-pricing-terms"
 CHILD_ITEM = "demo-wi-terms-read"  # open, in the child mission
+EXPORT = "demo-wi-access-export"  # submitted, its human_review criterion waits for a person
+REVOKE = "demo-wi-access-revoke"  # queued, high risk: two mission owners must approve
+#: how long REVOKE's owner has to start once approved: long enough to walk the inboxes
+REVOKE_START_WINDOW_S = 6 * 3600
+#: submitted results the live loop leaves to the people of the demo: nobody judges them but
+#: a person at the review screen
+HELD_FOR_PEOPLE = frozenset({EXPORT})
 
 
 # --- command bodies (the seed and the live loop build the same ones) ----------------------
@@ -152,18 +161,23 @@ def contract(
     urgency: str = "normal",
     human_review: bool = False,
     approval: bool = False,
+    quorum: int = 1,
+    allowed: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """A Work Contract (wire.md §10) whose ``summary`` output has an inline JSON Schema and
     whose first criterion carries ``checks``, so the authority checks every result itself
     (R13.2-03 steps 1–2). The second criterion is ``agent_review`` — the group's reviewer
     agent is asked (step 3) — or, with ``human_review``, the human admin's, who must then
-    accept the result. With ``approval`` a human mission_owner must approve execution first."""
+    accept the result. With ``approval`` ``quorum`` human mission_owners must approve execution
+    first; ``allowed`` replaces the example's tools, data and operations."""
     review = (
         ("human_review", "Accurate and neutral")
         if human_review
         else ("agent_review", "Consistent with the sources")
     )
+    extra: dict[str, Any] = {"allowed": allowed} if allowed is not None else {}
     return example_contract(
+        **extra,
         goal=goal,
         deadline=deadline,
         urgency=urgency,
@@ -180,9 +194,9 @@ def contract(
             {"id": "c2", "description": review[1], "method": review[0], "evidence": ["review"]},
         ],
         risk={
-            "class": "medium" if approval else "low",
+            "class": "high" if quorum > 1 else "medium" if approval else "low",
             "requires_execution_approval": approval,
-            "approvals_required": 1,
+            "approvals_required": quorum,
         },
     )
 
@@ -369,77 +383,111 @@ def _seed_deadline() -> str:
     return format_timestamp(timezone.now().replace(microsecond=0) + SEED_HORIZON)
 
 
+@dataclass(frozen=True)
+class Seeder:
+    """The seed's moves, each one command with a fixed id (``seed-<item>-<name>``), so a later
+    run replays them; every time in a body comes from the first seeding."""
+
+    world: DemoWorld
+    deadline: str
+
+    @property
+    def seeded_at(self) -> str:
+        return format_timestamp(parse_timestamp(self.deadline) - SEED_HORIZON)
+
+    @property
+    def coordinator(self) -> str:
+        return self.world.coordinator.principal
+
+    def step(self, actor: str, item: str, name: str, type_: str, body: dict[str, Any]) -> Outcome:
+        return submit_as(self.world, actor, type_, body, f"seed-{item}-{name}")
+
+    def authorize(
+        self, item: str, mission: str, goal: str, *deps: str, **terms: Any
+    ) -> dict[str, Any]:
+        contract_ = contract(goal, self.deadline, **terms)
+        upload_as(self.coordinator, source_bytes(goal))  # the input first (wire.md §9)
+        body = authorize_body(item, mission, contract_, deps)
+        self.step(self.coordinator, item, "authorize", "work.authorize", body)
+        return contract_
+
+    def offer_to(self, item: str, mode: str, *workers: str, **terms: Any) -> None:
+        """Offer ``item`` (``terms``: e.g. ``start_within_s``); the first worker takes it."""
+        body = offer_body(item, workers, mode=mode, expires_at=self.deadline)
+        self.step(self.coordinator, item, "offer", "work.offer", {**body, **terms})
+        body = {"work_item": item, "offer": f"{item}-o1", "contract_revision": 1}
+        self.step(workers[0], item, "accept", "work.accept_offer", body)
+
+    def start(self, worker: str, item: str) -> str:
+        body = {"work_item": item, "ownership_epoch": 1}
+        outcome = self.step(worker, item, "start", "work.start", body)
+        lease = outcome.body["result"]["lease"]["lease_id"]
+        progress = progress_body(item, lease, self.deadline)
+        self.step(worker, item, "progress", "work.progress", progress)
+        return lease
+
+    def submit_report(self, worker: str, item: str) -> str:
+        """The worker starts, reports, publishes its report and submits it; the digest."""
+        lease = self.start(worker, item)
+        self.step(worker, item, "usage", "work.usage", usage_body(item, lease))
+        report = report_bytes(item, 1)
+        produced = upload_as(worker, report)
+        state = WorkItem.objects.get(group_id=GROUP, work_item_id=item).to_state()
+        published_ = publish_body(
+            self.world,
+            owner=worker,
+            item=state,
+            lease_id=lease,
+            report=report,
+            created_at=self.seeded_at,
+        )
+        self.step(worker, item, "publish", "artifact.publish", published_)
+        body = submit_body(state, worker, lease, produced)
+        self.step(worker, item, "submit", "work.submit", body)
+        # The authority's checks, run here once by the same service as its Celery task, so
+        # the seeded result shows them at once; once they are recorded this is a no-op
+        # (R13.2-03 steps 1-2).
+        reviews.review_submission(STORE, GROUP, item)
+        return produced
+
+
 def seed_work(world: DemoWorld) -> None:
     """Put the seed WorkItems in their places; on later runs every command is a replay."""
-    deadline = _seed_deadline()
-    seeded_at = format_timestamp(parse_timestamp(deadline) - SEED_HORIZON)
+    seed = Seeder(world, _seed_deadline())
     coordinator, admin = world.coordinator.principal, world.admin_principal
     worker1, worker2 = (worker.principal for worker in world.workers)
 
-    def step(actor: str, item: str, name: str, type_: str, body: dict[str, Any]) -> Outcome:
-        return submit_as(world, actor, type_, body, f"seed-{item}-{name}")
-
-    def authorize(item: str, mission: str, goal: str, *deps: str, **terms: Any) -> dict[str, Any]:
-        contract_ = contract(goal, deadline, **terms)
-        upload_as(coordinator, source_bytes(goal))  # the input first (wire.md §9)
-        body = authorize_body(item, mission, contract_, deps)
-        step(coordinator, item, "authorize", "work.authorize", body)
-        return contract_
-
-    def offer_to(item: str, mode: str, *workers: str) -> None:
-        body = offer_body(item, workers, mode=mode, expires_at=deadline)
-        step(coordinator, item, "offer", "work.offer", body)
-        body = {"work_item": item, "offer": f"{item}-o1", "contract_revision": 1}
-        step(workers[0], item, "accept", "work.accept_offer", body)  # the first one takes it
-
-    def start(worker: str, item: str) -> str:
-        body = {"work_item": item, "ownership_epoch": 1}
-        lease = step(worker, item, "start", "work.start", body).body["result"]["lease"]["lease_id"]
-        step(worker, item, "progress", "work.progress", progress_body(item, lease, deadline))
-        return lease
-
     # verified: urgent to both workers, worker 1 wins, the human admin reviews (human_review)
-    summary = authorize(
+    summary = seed.authorize(
         SUMMARY,
         "demo-m-incidents",
         "Summarise the incident reports of November",
         urgency="high",
         human_review=True,
     )
-    offer_to(SUMMARY, "urgent", worker1, worker2)
-    lease = start(worker1, SUMMARY)
-    step(worker1, SUMMARY, "usage", "work.usage", usage_body(SUMMARY, lease))
-    report = report_bytes(SUMMARY, 1)
-    produced = upload_as(worker1, report)
-    state = WorkItem.objects.get(group_id=GROUP, work_item_id=SUMMARY).to_state()
-    published_ = publish_body(
-        world, owner=worker1, item=state, lease_id=lease, report=report, created_at=seeded_at
-    )
-    step(worker1, SUMMARY, "publish", "artifact.publish", published_)
-    step(worker1, SUMMARY, "submit", "work.submit", submit_body(state, worker1, lease, produced))
-    # The authority's checks, run here once by the same service as its Celery task, so the
-    # seeded result shows them at once; on a later run the item is verified and this is a
-    # no-op (R13.2-03 steps 1-2).
-    reviews.review_submission(STORE, GROUP, SUMMARY)
+    seed.offer_to(SUMMARY, "urgent", worker1, worker2)
+    produced = seed.submit_report(worker1, SUMMARY)
     human = summary["acceptance_criteria"][-1]
     judged = review_evidence(SUMMARY, human, admin, artifacts=[produced])
-    step(admin, SUMMARY, "evidence", "evidence.record", judged)
-    step(admin, SUMMARY, "accept-result", "work.accept_result", review_body(SUMMARY, summary))
+    seed.step(admin, SUMMARY, "evidence", "evidence.record", judged)
+    seed.step(admin, SUMMARY, "accept-result", "work.accept_result", review_body(SUMMARY, summary))
 
     # active: offered to worker 2, then worker 1 in turn; worker 2 takes it and reports progress
-    authorize(TRANSLATE, "demo-m-onboarding", "Translate the onboarding guide into French")
-    offer_to(TRANSLATE, "sequential", worker2, worker1)
-    start(worker2, TRANSLATE)
+    seed.authorize(TRANSLATE, "demo-m-onboarding", "Translate the onboarding guide into French")
+    seed.offer_to(TRANSLATE, "sequential", worker2, worker1)
+    seed.start(worker2, TRANSLATE)
 
     # open: waits until the translation is verified (R10.4-03)
-    authorize(PROOFREAD, "demo-m-onboarding", "Proofread the French guide", TRANSLATE)
+    seed.authorize(PROOFREAD, "demo-m-onboarding", "Proofread the French guide", TRANSLATE)
 
     # queued behind an execution approval: the coordinator asked, so the admin may approve
-    authorize(COLLECT, "demo-m-pricing", "Collect the competitors' pricing pages", approval=True)
-    offer_to(COLLECT, "sequential", worker1)
+    seed.authorize(
+        COLLECT, "demo-m-pricing", "Collect the competitors' pricing pages", approval=True
+    )
+    seed.offer_to(COLLECT, "sequential", worker1)
 
     # blocked while a child mission in this group runs; the child has work of its own
-    authorize(TERMS, "demo-m-pricing", "Compare the competitors' terms of service")
+    seed.authorize(TERMS, "demo-m-pricing", "Compare the competitors' terms of service")
     child = {
         "mission": CHILD_MISSION,
         "group": GROUP,
@@ -447,8 +495,38 @@ def seed_work(world: DemoWorld) -> None:
         "budgets": {"money": 2.0, "tokens": 100000},
     }
     body = {"work_item": TERMS, "child": child, "failure_policy": "block_parent"}
-    step(coordinator, TERMS, "child", "mission.create_child", body)
-    authorize(CHILD_ITEM, CHILD_MISSION, "Read the terms of service of the three competitors")
+    seed.step(coordinator, TERMS, "child", "mission.create_child", body)
+    seed.authorize(CHILD_ITEM, CHILD_MISSION, "Read the terms of service of the three competitors")
+
+    seed_for_people(seed)
+
+
+def seed_for_people(seed: Seeder) -> None:
+    """Work that waits for the demo's people, not the admin alone: a result for rita (or
+    another mission owner) to review, and a WorkItem two mission owners must approve."""
+    worker1, worker2 = (worker.principal for worker in seed.world.workers)
+
+    # submitted, waiting for a person's review: the authority checks c1, c2 is human_review,
+    # and the live loop leaves it to a person at the review screen (HELD_FOR_PEOPLE)
+    seed.authorize(
+        EXPORT,
+        "demo-m-access",
+        "Export who changed the billing service's production data this quarter",
+        human_review=True,
+    )
+    seed.offer_to(EXPORT, "sequential", worker1)
+    seed.submit_report(worker1, EXPORT)
+
+    # queued behind two mission owners' approvals: it would write to production accounts
+    seed.authorize(
+        REVOKE,
+        "demo-m-access",
+        "Revoke the stale admin accounts of the billing service",
+        approval=True,
+        quorum=2,
+        allowed={"tools": ["iam"], "data": ["billing-accounts"], "operations": ["read", "write"]},
+    )
+    seed.offer_to(REVOKE, "sequential", worker2, worker1, start_within_s=REVOKE_START_WINDOW_S)
 
 
 # --- the live loop ------------------------------------------------------------------------
@@ -678,6 +756,8 @@ def on_submitted(scene: Scene, item: WorkItemState) -> list[Step]:
     in the Celery worker); the demo's reviewer answers what it was asked (step 3); the admin
     gives a ``human_review`` criterion its verdict; the coordinator judges the combined
     evidence (step 4) — or the admin where a human must accept (step 5)."""
+    if item.id in HELD_FOR_PEOPLE:
+        return []  # a person judges it at the review screen (R13.2-03 step 5)
     criteria = item.contract["acceptance_criteria"]
     human = any(c["method"] == "human_review" for c in criteria)
     judge = scene.world.admin_principal if human else scene.coordinator

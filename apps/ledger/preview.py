@@ -15,12 +15,17 @@ reason to show a form, never a permission.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.utils import timezone
+
+from missionweave.protocol import decider
 from missionweave.protocol.authorization import authorize
 from missionweave.protocol.commands import COMMANDS, PUBLIC_COMMAND_TYPES, CommandSpec
+from missionweave.protocol.envelope import human_envelope
 from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.facts import Command, StateKey
 from missionweave.protocol.memberships import Membership, current_epoch, membership_key
 
 from .head import authority_now, committed_head
@@ -87,6 +92,71 @@ def permitted_by(
             continue
         allowed.add(type_)
     return frozenset(allowed)
+
+
+def refusals(
+    caller: Caller,
+    group_id: str,
+    type_: str,
+    bodies: Sequence[dict[str, Any]],
+    *,
+    membership: Membership | None,
+    loaded: Mapping[StateKey, Any],
+) -> list[ProtocolError | None]:
+    """:func:`refusal` for each of ``bodies`` (one command type), for a screen that lists many
+    aggregates it has already read — the inbox asks it of every WorkItem waiting for an
+    execution approval in a group.
+
+    The questions and their order are ``judge``'s (wire.md §3 steps 7–9, then ``decide``);
+    what changes is how often the same things are read: ``membership`` (the caller's, already
+    read by the page), the authority clock and the head once for all bodies, and each
+    ``decide`` runs against the aggregates in ``loaded`` rather than a read per body. A body
+    whose ``decide`` needs a key ``loaded`` lacks is asked through :func:`refusal`, with its
+    own reads. One preview per body would cost the inbox four queries per waiting WorkItem.
+    """
+    spec = _previewable(caller, type_)
+    try:
+        _authorize(spec, membership, caller)
+    except ProtocolError as refused:
+        return [refused for _ in bodies]
+    roles = frozenset(membership.roles) if membership is not None else frozenset()
+    now, head = authority_now(), committed_head(group_id) or 0
+    answers: list[ProtocolError | None] = []
+    for body in bodies:
+        document = human_envelope(
+            command_id=PREVIEW_COMMAND_ID,
+            type_=type_,
+            group=group_id,
+            username=caller.username,
+            membership_epoch=current_epoch(membership),
+            issued_at=timezone.now(),
+            body=body,
+        )
+        try:
+            envelope = verify(group_id, document, caller, admin=False).envelope
+            spec.validate(envelope.body)
+            command = Command(
+                id=envelope.id,
+                type=envelope.type,
+                group=group_id,
+                actor=envelope.actor,
+                body=envelope.body,
+                now=now,
+                session_epoch=envelope.session_epoch,
+                actor_roles=roles,
+                extensions=envelope.extensions,
+                head_sequence=head,
+            )
+            view = {key: loaded[key] for key in spec.keys(command, {}) if key in loaded}
+            if spec.keys(command, view) - view.keys():
+                answers.append(refusal(caller, group_id, type_, body))
+                continue
+            decider.decide(view, command)
+        except ProtocolError as refused:
+            answers.append(refused)
+            continue
+        answers.append(None)
+    return answers
 
 
 def _previewable(caller: Caller, type_: str) -> CommandSpec:

@@ -4,6 +4,7 @@
 import { canDigest } from "./canonical.js";
 import { ChainFollower } from "./chain.js";
 import { connectionStatus, followWhileShown } from "./connection.js";
+import { keepCountingDown, tick } from "./countdown.js";
 import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
 import { markBrowserVerdict, renderLiveEvent } from "./timeline.js";
@@ -14,7 +15,11 @@ const timeline = document.getElementById("timeline");
 const template = document.getElementById("event-template");
 const chainStatus = document.getElementById("chain-status");
 const showConnection = connectionStatus(document.getElementById("connection-status"));
-const work = new LiveSection({ elementId: "work-items", families: data.work_families });
+const work = new LiveSection({
+  elementId: "work-items",
+  families: data.work_families,
+  onSwap: (fresh) => tick(fresh), // the approval queue's start-by deadlines
+});
 
 function itemAt(sequence) {
   return timeline.querySelector(`li.event[data-sequence="${sequence}"]`);
@@ -91,5 +96,6 @@ function countNewer() {
 }
 
 keepRelativeTimesFresh();
+keepCountingDown();
 const follower = await verifyRenderedPage();
 followWhileShown(data.live ? followNewest(follower) : countNewer());

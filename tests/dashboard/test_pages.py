@@ -44,14 +44,15 @@ def sequences_shown(html: str) -> list[int]:
 def test_pages_redirect_anonymous_visitors_to_the_login_page(db: None) -> None:
     """wire§2: people act as ``user:<name>`` only once authenticated; pages need a login."""
     client = Client()
-    for path in ("/", "/groups/g-research/"):
+    for path in ("/", "/groups/", "/groups/g-research/"):
         response = client.get(path)
         assert response.status_code == 302
         assert response["Location"] == f"/login/?next={path}"
 
 
-def test_login_with_a_password_leads_to_the_group_list(dash: Dashboard) -> None:
-    """wire§2: a human logs in with Django auth and then sees the groups of ``user:<name>``."""
+def test_login_with_a_password_leads_to_the_inbox_and_the_groups(dash: Dashboard) -> None:
+    """wire§2: a human logs in with Django auth, lands on their inbox (``/``) and sees the
+    groups of ``user:<name>`` at ``/groups/``."""
     client = Client()
     page = client.get("/login/")
     assert page.status_code == 200
@@ -59,7 +60,8 @@ def test_login_with_a_password_leads_to_the_group_list(dash: Dashboard) -> None:
     response = client.post("/login/", {"username": "maria", "password": PASSWORD})
     assert response.status_code == 302
     assert response["Location"] == "/"
-    assert b"g-research" in client.get("/").content
+    assert b"<h1>Inbox</h1>" in client.get("/").content
+    assert b'data-group="g-research"' in client.get("/groups/").content
 
 
 def test_a_wrong_password_stays_on_the_login_page(dash: Dashboard) -> None:
@@ -86,7 +88,7 @@ def test_group_list_shows_only_groups_with_an_active_membership(dash: Dashboard)
     services.membership_revoke(
         group_id="g-former", admin=world.alice.caller, principal=dash.maria.principal
     )
-    html = logged_in(dash.maria).get("/").content.decode()
+    html = logged_in(dash.maria).get("/groups/").content.decode()
     assert 'data-group="g-research"' in html
     assert "g-secret" not in html
     assert "g-former" not in html
@@ -97,7 +99,7 @@ def test_group_list_shows_only_groups_with_an_active_membership(dash: Dashboard)
 
 def test_a_user_in_no_group_is_told_so(dash: Dashboard) -> None:
     """wire§2: nina (no membership) sees an empty list that names her principal."""
-    html = logged_in(dash.nina).get("/").content.decode()
+    html = logged_in(dash.nina).get("/groups/").content.decode()
     assert "not a member of any group" in html
     assert "user:nina" in html
     assert "g-research" not in html

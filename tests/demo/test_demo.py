@@ -8,6 +8,7 @@ import io
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -18,9 +19,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 
 from apps.artifacts.models import GroupArtifact
 from apps.demo import cast, story
@@ -93,13 +95,18 @@ def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(t
         assert memberships_of(f"agent:{worker}")[cast.GROUP]["roles"] == ["worker"]
         assert AgentSession.objects.filter(agent_id=worker).count() == 1
     assert memberships_of(REVIEWER)[cast.GROUP]["roles"] == ["reviewer"]
+    for person in cast.PEOPLE:
+        assert memberships_of(person.principal)[cast.GROUP]["roles"] == sorted(person.roles)
 
     events = list(
         Event.objects.filter(group_id=cast.GROUP).order_by("sequence").values_list("type", "actor")
     )
-    missions = len(cast.SEED_MISSIONS)
-    assert events[:5] == [("membership.granted", "user:admin")] * 5
-    assert events[5 : 5 + missions] == [("mission.created", f"agent:{cast.COORDINATOR}")] * missions
+    missions, grants = len(cast.SEED_MISSIONS), 5 + len(cast.PEOPLE)
+    assert events[:grants] == [("membership.granted", "user:admin")] * grants
+    assert (
+        events[grants : grants + missions]
+        == [("mission.created", f"agent:{cast.COORDINATOR}")] * missions
+    )
     assert {actor for _type, actor in events} == DEMO_ACTORS - {REVIEWER}  # nothing to review
     assert head() == len(events)
     assert set(
@@ -120,6 +127,8 @@ def test_demo_seeds_work_items_in_each_state_of_the_story(tmp_path):
         story.COLLECT: "queued",
         story.TERMS: "blocked",
         story.CHILD_ITEM: "open",
+        story.EXPORT: "submitted",
+        story.REVOKE: "queued",
     }
     summary = item(story.SUMMARY)
     assert [o["status"] for o in summary["offers"]] == ["accepted", "withdrawn"]  # urgent race
@@ -142,6 +151,23 @@ def test_demo_seeds_work_items_in_each_state_of_the_story(tmp_path):
     assert collect["approvals"] == []
     assert collect["authorized_by"] == f"agent:{cast.COORDINATOR}"  # so the admin may approve
     assert item(story.TERMS)["child"]["status"] == "running"
+    # R10.2-06: two mission owners must approve REVOKE; the coordinator asked, so any two of
+    # the demo's people may
+    revoke = item(story.REVOKE)
+    assert revoke["contract"]["risk"] == {
+        "class": "high",
+        "requires_execution_approval": True,
+        "approvals_required": 2,
+    }
+    assert (revoke["approvals"], revoke["authorized_by"]) == ([], f"agent:{cast.COORDINATOR}")
+    assert revoke["start_window_s"] == story.REVOKE_START_WINDOW_S
+    # R13.2-03: EXPORT's checks passed; its human_review criterion waits for a person
+    export = item(story.EXPORT)
+    assert {n: c["status"] for n, c in export["review"]["criteria"].items()} == {
+        "authority:integrity": "pass",
+        "c1": "pass",
+        "c2": "claimed",
+    }
     child = Mission.objects.get(group_id=cast.GROUP, mission_id=story.CHILD_MISSION)
     assert child.parent == "demo-m-pricing"
     assert child.work_items == [story.CHILD_ITEM]
@@ -189,6 +215,9 @@ def test_demo_admin_can_sign_in_and_use_the_printed_api_token(tmp_path, monkeypa
     output = seed(tmp_path)
 
     assert authenticate(username="admin", password="a-demo-password-for-tests") is not None
+    for person in cast.PEOPLE:  # printed with the admin, with the same password
+        assert authenticate(username=person.username, password="a-demo-password-for-tests")
+        assert re.search(rf"^ +{person.username} +\(", output, re.MULTILINE), output
     token = next(line.split()[-1] for line in output.splitlines() if "API token:" in line)
     caller = authenticate_bearer(token).caller
     assert (caller.principal, caller.is_staff) == ("user:admin", True)
@@ -211,6 +240,9 @@ def test_live_ticks_move_work_to_verified_without_refusals(tmp_path):
     assert "verified" in live.values(), lines
     assert states()[story.TRANSLATE] == "verified"  # the seeded active item finished
     assert states()[story.COLLECT] == "queued"  # still waiting for a person
+    assert states()[story.REVOKE] == "queued"  # still waiting for two people
+    assert states()[story.EXPORT] == "submitted"  # still waiting for a person's review
+    assert {e["producer"] for e in item(story.EXPORT)["evidence"]} == {"authority"}
     assert states()[story.TERMS] == "blocked"  # still waiting for its child mission
     types = set(
         Event.objects.filter(group_id=cast.GROUP, sequence__gt=before).values_list(
@@ -265,14 +297,33 @@ def test_admin_approval_lets_the_loop_start_the_gated_item(tmp_path):
     assert states()[story.COLLECT] == "active"
     assert item(story.COLLECT)["owner"] == f"agent:{cast.WORKERS[0]}"
 
-    play(built, 6, seed_=3)  # the queue is empty now: the next live mission refills it
-    gated = [
-        row.data
-        for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-")
-        if row.data["contract"]["risk"]["requires_execution_approval"]
-    ]
-    assert len(gated) == 1
-    assert (gated[0]["state"], gated[0]["approvals"]) == ("queued", [])
+    # REVOKE still waits for two of the demo's people (R10.2-06): one is not enough
+    for number, person in enumerate(cast.PEOPLE[:2], start=1):
+        assert states()[story.REVOKE] == "queued"
+        outcome = cast.submit_as_admin(
+            person.username,
+            "approval.grant_execution",
+            {"work_item": story.REVOKE, "contract_revision": 1, "comment": "reviewed the list"},
+            command_id=f"test-{uuid.uuid4().hex}",
+        )
+        assert outcome.body["result"] == {"approvals": number, "approvals_required": 2}
+        play(built, 1)
+    assert states()[story.REVOKE] == "active"
+
+    def gated() -> list[dict]:
+        return [
+            row.data
+            for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-")
+            if row.data["contract"]["risk"]["requires_execution_approval"]
+        ]
+
+    # the queue is empty now: the next live mission refills it, once it has been offered
+    for beat in range(30):
+        play(built, 1, seed_=beat)
+        if any(data["state"] == "queued" for data in gated()):
+            break
+    assert len(gated()) == 1
+    assert (gated()[0]["state"], gated()[0]["approvals"]) == ("queued", [])
     verify()
 
 
@@ -336,6 +387,28 @@ def test_a_refused_live_command_is_reported_not_raised(tmp_path):
     assert head() == before
     with pytest.raises(ProtocolError):  # the same command outside the loop is raised
         cast.submit_as_agent(built.workers[1], step.type, step.body, command_id="direct")
+
+
+def inbox_entries(username: str, section: str) -> list[str]:
+    """The WorkItems (or missions) in ``section`` of ``username``'s inbox, as rendered."""
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    html = client.get("/").content.decode()
+    start = html.index(f'id="inbox-{section}"')
+    end = html.index("</section>", start)
+    return re.findall(r'data-mission="([^"]*)"(?: data-work-item="([^"]*)")?', html[start:end])
+
+
+def test_each_person_of_the_demo_finds_their_work_in_the_inbox(tmp_path):
+    """R10.2-06, R13.2-03, R10.2-16: REVOKE (two approvals) waits in both mission owners'
+    inboxes and rita's; EXPORT waits for a person's review in rita's; the incidents mission,
+    all of its work verified, waits for a mission owner's final approval."""
+    seed(tmp_path)
+    revoke = ("demo-m-access", story.REVOKE)
+    for username in ("olivia", "omar", "rita", "admin"):
+        assert revoke in inbox_entries(username, "approvals"), username
+    assert ("demo-m-access", story.EXPORT) in inbox_entries("rita", "reviews")
+    assert ("demo-m-incidents", "") in inbox_entries("olivia", "missions")
 
 
 def _free_port() -> int:

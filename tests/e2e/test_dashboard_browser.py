@@ -81,6 +81,8 @@ def test_a_member_sees_the_verified_timeline_and_new_events_arrive_live(
     over the websocket at the top, without a reload, verified against its predecessor."""
     server = live_asgi_server
     log_in(page, server, "maria")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Groups").click()
+    expect(page).to_have_url(f"{server.url}/groups/")
 
     group_card = page.locator('li.group-card[data-group="g-research"]')
     expect(group_card).to_contain_text("head #4")
@@ -132,6 +134,7 @@ def test_a_non_member_sees_no_such_group(
     404, the same as for a group that does not exist."""
     server = live_asgi_server
     log_in(page, server, "nina")
+    page.goto(f"{server.url}/groups/")
     expect(page.locator(".empty")).to_contain_text("not a member of any group")
     expect(page.locator('li.group-card[data-group="g-research"]')).to_have_count(0)
 

@@ -166,8 +166,8 @@ class Command(BaseCommand):
         self._credentials(world, url)
         if interval > 0:
             self.stdout.write(
-                f"  Work moves in {world.group} every {interval:g} s: watch the group page; "
-                "approve the queued WorkItem there."
+                f"  Work moves in {world.group} every {interval:g} s: sign in as olivia and as "
+                "omar to approve the WorkItem that needs both, as rita to review a result."
             )
         self.stdout.write(
             f"  Sweeps:     a Celery worker with beat, every {settings.MWP_SWEEP_INTERVAL_S:g} s "
@@ -179,8 +179,10 @@ class Command(BaseCommand):
 
     def _credentials(self, world: DemoWorld, url: str) -> None:
         self.stdout.write(f"  Dashboard:  {url}")
-        self.stdout.write(f"  Username:   {world.admin_username}")
-        self.stdout.write(f"  Password:   {world.password}")
+        self.stdout.write(f"  Username:   {world.admin_username}  (admin and mission owner)")
+        for person in world.people:
+            self.stdout.write(f"              {person.username:<10} ({person.does})")
+        self.stdout.write(f"  Password:   {world.password}  (the same for everyone)")
         self.stdout.write(f"  API token:  {world.api_token}")
         self.stdout.write(
             f"  Try:        curl -H 'Authorization: Bearer {world.api_token}' "

@@ -1,0 +1,676 @@
+"""Reads behind the mission page and its final-approval screen.
+
+Everything comes from the projections the write path keeps in the same transaction as the
+events — the Mission row (goal, limits, used, ``usage_series``, children) and its WorkItem
+rows — plus a few events read by sequence. A group may hold a million events, so nothing
+here scans the log by content: every query is bounded by the mission's own rows, an indexed
+``(group, sequence)`` lookup, or a fixed window of sequences.
+
+For a 1,000-item mission the page reads each item's few JSON fields it shows with
+PostgreSQL's path operators (never the whole ``data`` document), and the history of only
+the items that hold the newest events. The callers check membership first (404 otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import JSONArray
+
+from apps.ledger import preview
+from apps.ledger.models import Event
+from apps.ledger.write_path import Caller
+from apps.work.models import Mission, MissionStatus, WorkItem
+from missionweave.protocol import states as S
+from missionweave.protocol.commands import COMMANDS
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.memberships import Membership as MembershipState
+
+from .charts import BudgetChart, budget_charts
+from .graph import GraphLayout, GraphNode, layout
+from .timeline import event_family
+from .work import Viewer
+
+#: the newest events about a mission the page lists (the group timeline has them all)
+TIMELINE_SHOWN = 30
+#: progress rows the page lists; each WorkItem's own page shows the rest
+PROGRESS_SHOWN = 50
+#: unfinished WorkItems named in a sentence before "and N more"
+NAMED_UNFINISHED = 5
+#: the events a mission ends with (R10.2-16..18)
+ENDINGS = ("mission.approved", "mission.failed", "mission.cancelled")
+#: how far around its WorkItems' latest events the page looks for a mission's ending: the
+#: Mission projection does not keep it, and a bounded index range is all a page may read
+ENDING_WINDOW = 5_000
+
+
+# --- what the page shows ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The owner's latest structured progress report (R11.4-01): phase, milestones, next
+    checkpoint, blockers and a revised estimate — never a percentage (R11.4-02)."""
+
+    phase: str
+    milestones: tuple[str, ...]
+    next_checkpoint: str | None
+    blockers: tuple[str, ...]
+    finish_at: str | None
+    confidence: float | None
+    sequence: int | None
+    recorded_at: str | None
+
+    @classmethod
+    def from_projection(cls, report: object) -> Progress | None:
+        if not isinstance(report, dict):
+            return None
+        estimate = report.get("estimate") if isinstance(report.get("estimate"), dict) else {}
+        confidence = estimate.get("confidence")
+        return cls(
+            phase=str(report.get("phase", "")),
+            milestones=tuple(str(m) for m in report.get("milestones_completed") or ()),
+            next_checkpoint=report.get("next_checkpoint"),
+            blockers=tuple(str(b) for b in report.get("blockers") or ()),
+            finish_at=estimate.get("finish_at"),
+            confidence=confidence if isinstance(confidence, (int, float)) else None,
+            sequence=report.get("sequence"),
+            recorded_at=report.get("recorded_at"),
+        )
+
+
+@dataclass(frozen=True)
+class ItemSummary:
+    """One WorkItem of the mission as the page lists it."""
+
+    id: str
+    state: str
+    goal: str
+    depends_on: tuple[str, ...]
+    progress: Progress | None
+    last_sequence: int  # its newest event (0 when the projection holds none)
+
+    @property
+    def unfinished(self) -> bool:
+        return self.state in S.UNFINISHED
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """An event about the mission or one of its WorkItems."""
+
+    sequence: int
+    type: str
+    actor: str
+    work_item: str | None  # None: the mission's own event
+    recorded_at: datetime | None = None
+
+    @property
+    def family(self) -> str:
+        return event_family(self.type)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the mission ended: who approved (or cancelled, or failed) it, when, and why."""
+
+    outcome: str  # approved, failed, cancelled
+    actor: str
+    sequence: int
+    recorded_at: datetime | None
+    text: str  # the approval's comment, or the reason
+
+
+@dataclass(frozen=True)
+class MissionRef:
+    """A parent or child mission: a link in this group, text in another (its page is that
+    group's, which the viewer may not see)."""
+
+    mission: str
+    group: str | None  # None: this group
+    state: str | None  # known for this group's missions
+
+    @classmethod
+    def parse(cls, notation: str, states: dict[str, str]) -> MissionRef:
+        """``m`` is a mission of this group, ``group/m`` one in another group."""
+        group, _, mission = notation.rpartition("/")
+        if group:
+            return cls(mission, group, None)
+        return cls(mission, None, states.get(mission))
+
+
+@dataclass(frozen=True)
+class Actions:
+    """What the viewer may do with the mission, and in words why not (R10.2-16, R10.2-18)."""
+
+    may_approve: bool
+    may_cancel: bool
+    approve_note: str  # "" when there is nothing to say
+    cancel_note: str
+
+
+@dataclass(frozen=True)
+class MissionPage:
+    mission: Mission
+    items: tuple[ItemSummary, ...]  # authorisation order
+    counts: tuple[tuple[str, int], ...]  # per WorkItem state, in the state table's order
+    graph: GraphLayout
+    charts: tuple[BudgetChart, ...]
+    parent: MissionRef | None
+    children: tuple[MissionRef, ...]
+    timeline: tuple[TimelineEntry, ...]  # newest first
+    ending: Ending | None
+    actions: Actions
+
+    @property
+    def is_active(self) -> bool:
+        return self.mission.state == MissionStatus.ACTIVE
+
+    @property
+    def unfinished(self) -> tuple[str, ...]:
+        """The WorkItems that keep the mission from being approved (R10.2-22)."""
+        return tuple(item.id for item in self.items if item.unfinished)
+
+    @property
+    def progress_rows(self) -> tuple[ItemSummary, ...]:
+        """Items with a report, newest report first, then unfinished ones without one."""
+        reported = sorted(
+            (item for item in self.items if item.progress is not None),
+            key=lambda item: -(item.progress.sequence or 0),  # type: ignore[union-attr]
+        )
+        silent = [item for item in self.items if item.progress is None and item.unfinished]
+        return tuple([*reported, *silent][:PROGRESS_SHOWN])
+
+    @property
+    def progress_hidden(self) -> int:
+        shown = len(self.progress_rows)
+        candidates = sum(1 for i in self.items if i.progress is not None or i.unfinished)
+        return candidates - shown
+
+
+# --- saying what is possible -------------------------------------------------------------
+
+_ROLE_NAMES = {
+    "admin": ("an admin", "admins"),
+    "mission_owner": ("a mission owner", "mission owners"),
+    "coordinator": ("a coordinator", "coordinators"),
+    "worker": ("a worker", "workers"),
+    "reviewer": ("a reviewer", "reviewers"),
+    "observer": ("an observer", "observers"),
+}
+
+
+def _one(role: str) -> str:
+    return _ROLE_NAMES.get(role, (f"a {role}", ""))[0]
+
+
+def _many(role: str) -> str:
+    return _ROLE_NAMES.get(role, ("", f"{role}s"))[1]
+
+
+def _words(parts: Sequence[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def who_may(command: str, verb: str, membership: MembershipState | None) -> str:
+    """ "Only mission owners approve a mission; you are a reviewer.", from the command
+    table's roles (wire.md §9) — the very roles the write path checks."""
+    allowed = _words([_many(role) for role in sorted(COMMANDS[command].roles)])
+    roles = _words([_one(role) for role in (membership.roles if membership else ())])
+    return f"Only {allowed} {verb} a mission; you are {roles or 'not a member'}."
+
+
+def unfinished_sentence(unfinished: Sequence[str]) -> str:
+    """ "3 WorkItems are not finished: a, b, c." (R10.2-22), naming the first few."""
+    count = len(unfinished)
+    named = ", ".join(unfinished[:NAMED_UNFINISHED])
+    more = f" and {count - NAMED_UNFINISHED} more" if count > NAMED_UNFINISHED else ""
+    noun = "WorkItem is" if count == 1 else "WorkItems are"
+    return f"{count} {noun} not finished: {named}{more}."
+
+
+def mission_actions(
+    mission: Mission,
+    unfinished: Sequence[str],
+    viewer: Viewer,
+    membership: MembershipState | None,
+) -> Actions:
+    """The forms the page offers, and the sentences that replace the ones it does not.
+
+    Roles come from ``preview.permitted_by`` (the viewer's ``may``); unfinished items are
+    the projection's, as the decider reads them. The write path judges every submission
+    again; the final-approval screen asks ``preview.refusal`` before it shows its form.
+    """
+    if mission.state != MissionStatus.ACTIVE:
+        ended = f"This mission is {mission.state}: there is nothing left to approve or cancel."
+        return Actions(False, False, ended, "")
+    may_approve = viewer.may_approve_missions
+    may_cancel = viewer.may_end_missions
+    if not may_approve:
+        approve_note = who_may("mission.approve", "approve", membership)
+    elif unfinished:
+        approve_note = (
+            f"{unfinished_sentence(unfinished)} The mission can be approved once every "
+            "WorkItem has ended (R10.2-22)."
+        )
+    else:
+        approve_note = ""
+    cancel_note = "" if may_cancel else who_may("mission.cancel", "cancel", membership)
+    return Actions(may_approve, may_cancel, approve_note, cancel_note)
+
+
+# --- reads ------------------------------------------------------------------------------
+
+
+def _as_tuple(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _shown(*paths: str) -> JSONArray:
+    """The JSON at each ``a__b__c`` path of a WorkItem's ``data``, as one JSON array built
+    by the database: a row decodes once, not once per field (half the page's time for a
+    1,000-item mission went into decoding fields one by one)."""
+    transforms = []
+    for path in paths:
+        expression: Any = "data"
+        for key in path.split("__"):
+            expression = KeyTransform(key, expression)
+        transforms.append(expression)
+    return JSONArray(*transforms)
+
+
+def mission_items(mission: Mission) -> list[ItemSummary]:
+    """The mission's WorkItems in authorisation order, each with only the fields the page
+    shows, extracted in the database (one indexed query on ``(group, mission)``)."""
+    rows = (
+        WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
+        .annotate(shown=_shown("contract__goal", "depends_on", "progress", "history__-1__sequence"))
+        .values_list("work_item_id", "state", "shown")
+    )
+    by_id = {}
+    for item, state, (goal, depends_on, progress, last) in rows:
+        by_id[item] = ItemSummary(
+            id=item,
+            state=state,
+            goal=str(goal or ""),
+            depends_on=_as_tuple(depends_on),
+            progress=Progress.from_projection(progress),
+            last_sequence=last if isinstance(last, int) else 0,
+        )
+    ordered = [by_id.pop(item) for item in mission.work_items if item in by_id]
+    return [*ordered, *by_id.values()]
+
+
+def _recorded(group_id: str, sequences: Iterable[int]) -> dict[int, datetime]:
+    wanted = set(sequences)
+    if not wanted:
+        return {}
+    return dict(
+        Event.objects.filter(group_id=group_id, sequence__in=wanted).values_list(
+            "sequence", "recorded_at"
+        )
+    )
+
+
+def mission_ending(mission: Mission, items: Sequence[ItemSummary]) -> Ending | None:
+    """The event that ended the mission, if it is within reach of a bounded read.
+
+    The Mission projection keeps its state but not the event that set it, so the page looks
+    for it in a fixed window of sequences around where it must be: after the mission's
+    creation and, for an approval, after its WorkItems ended (R10.2-22). The window is read
+    through the ``(group, sequence)`` index and filtered by type, at most
+    ``2 * ENDING_WINDOW`` rows; ``None`` when the mission is active or the ending lies
+    outside it (the group timeline still shows it).
+    """
+    if mission.state == MissionStatus.ACTIVE:
+        return None
+    created = mission.created_sequence
+    around = max([created, *(item.last_sequence for item in items)])
+    rows = (
+        Event.objects.filter(
+            group_id=mission.group_id,
+            sequence__gt=max(created, around - ENDING_WINDOW),
+            sequence__lte=around + ENDING_WINDOW,
+            type__in=ENDINGS,
+        )
+        .order_by("sequence")
+        .values_list("sequence", "type", "actor", "recorded_at", "document")
+    )
+    for sequence, type_, actor, recorded_at, document in rows:
+        payload = json.loads(document).get("payload", {})
+        if payload.get("mission") != mission.mission_id:
+            continue
+        text = payload.get("comment") if type_ == "mission.approved" else payload.get("reason")
+        return Ending(type_.removeprefix("mission."), actor, sequence, recorded_at, str(text or ""))
+    return None
+
+
+def mission_timeline(
+    mission: Mission, items: Sequence[ItemSummary], ending: Ending | None
+) -> tuple[TimelineEntry, ...]:
+    """The newest ``TIMELINE_SHOWN`` events about the mission, newest first.
+
+    Each WorkItem's projection keeps its latest events (``history``). The newest N events
+    across all items can only come from the N items whose own newest event is newest (an
+    item outside them has N newer events above its newest one), so only those items'
+    histories are read. The mission's own events — its creation and ending — join them.
+    """
+    newest = sorted(items, key=lambda item: -item.last_sequence)[:TIMELINE_SHOWN]
+    histories = WorkItem.objects.filter(
+        group_id=mission.group_id, work_item_id__in=[item.id for item in newest]
+    ).values_list("work_item_id", "data__history")
+    entries: dict[int, TimelineEntry] = {
+        mission.created_sequence: TimelineEntry(
+            mission.created_sequence, "mission.created", mission.created_by, None
+        )
+    }
+    if ending is not None:
+        entries[ending.sequence] = TimelineEntry(
+            ending.sequence, f"mission.{ending.outcome}", ending.actor, None, ending.recorded_at
+        )
+    for work_item, history in histories:
+        for entry in (history or ())[-TIMELINE_SHOWN:]:
+            sequence = entry.get("sequence")
+            if isinstance(sequence, int) and sequence not in entries:
+                entries[sequence] = TimelineEntry(
+                    sequence, str(entry.get("type")), str(entry.get("actor")), work_item
+                )
+    shown = sorted(entries.values(), key=lambda entry: -entry.sequence)[:TIMELINE_SHOWN]
+    times = _recorded(mission.group_id, (entry.sequence for entry in shown))
+    return tuple(
+        TimelineEntry(e.sequence, e.type, e.actor, e.work_item, times.get(e.sequence))
+        for e in shown
+    )
+
+
+def _state_counts(states: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """How many WorkItems are in each state, in the state table's order (R10.2)."""
+    counts = Counter(states)
+    ordered = [(state, counts.pop(state)) for state in S.STATES if state in counts]
+    return (*ordered, *sorted(counts.items()))
+
+
+def _related_missions(mission: Mission) -> tuple[MissionRef | None, tuple[MissionRef, ...]]:
+    same_group = [n for n in (mission.parent, *mission.children) if n and "/" not in n]
+    states = dict(
+        Mission.objects.filter(group_id=mission.group_id, mission_id__in=same_group).values_list(
+            "mission_id", "state"
+        )
+    )
+    parent = MissionRef.parse(mission.parent, states) if mission.parent else None
+    return parent, tuple(MissionRef.parse(child, states) for child in mission.children)
+
+
+def graph_nodes(items: Sequence[ItemSummary]) -> list[GraphNode]:
+    return [GraphNode(item.id, item.goal, item.state, item.depends_on) for item in items]
+
+
+def mission_page(
+    group_id: str,
+    mission_id: str,
+    *,
+    viewer: Viewer,
+    membership: MembershipState | None,
+) -> MissionPage | None:
+    """Everything the mission page shows, or ``None`` when the group has no such mission."""
+    mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
+    if mission is None:
+        return None
+    items = mission_items(mission)
+    ending = mission_ending(mission, items)
+    parent, children = _related_missions(mission)
+    unfinished = [item.id for item in items if item.unfinished]
+    return MissionPage(
+        mission=mission,
+        items=tuple(items),
+        counts=_state_counts(item.state for item in items),
+        graph=layout(graph_nodes(items)),
+        charts=budget_charts(mission.limits, mission.used, mission.usage_series),
+        parent=parent,
+        children=children,
+        timeline=mission_timeline(mission, items, ending),
+        ending=ending,
+        actions=mission_actions(mission, unfinished, viewer, membership),
+    )
+
+
+# --- the final-approval screen (R13.2-03 step 5, R10.2-16) --------------------------------
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    """One piece of evidence: who produced it, how, what it found, and what it cites."""
+
+    criterion: str
+    producer: str
+    method: str
+    verdict: str
+    summary: str
+    artifacts: tuple[str, ...]  # digests
+    origin: str  # "submission", "recorded" or "failure"
+
+    @classmethod
+    def from_item(cls, evidence: object, origin: str) -> EvidenceView | None:
+        if not isinstance(evidence, dict):
+            return None
+        result = evidence.get("result") if isinstance(evidence.get("result"), dict) else {}
+        return cls(
+            criterion=str(evidence.get("criterion", "")),
+            producer=str(evidence.get("producer", "")),
+            method=str(evidence.get("method", "")),
+            verdict=str(result.get("verdict", "")),
+            summary=str(result.get("summary", "")),
+            artifacts=_as_tuple(evidence.get("artifacts")),
+            origin=origin,
+        )
+
+
+@dataclass(frozen=True)
+class CriterionView:
+    """An acceptance criterion with the review's status for it (R13.2-03 step 4) and the
+    verdicts recorded on it."""
+
+    id: str
+    description: str
+    method: str
+    status: str | None  # None: no submission reviewed yet
+    verdicts: tuple[dict[str, Any], ...]  # {sequence, producer, method, verdict, summary}
+
+
+@dataclass(frozen=True)
+class ReviewedItem:
+    """A WorkItem as the final approval lists it: its state and every review result the
+    projection retains for it."""
+
+    id: str
+    state: str
+    goal: str
+    criteria: tuple[CriterionView, ...]
+    evidence: tuple[EvidenceView, ...]
+    outputs: tuple[str, ...]  # the submitted artifacts' digests
+    accepted: dict[str, Any] | None  # {by, sequence, recorded_at, verdicts, summary}
+    failed: dict[str, Any] | None  # {by, sequence, recorded_at, evidence}
+    failed_evidence: tuple[EvidenceView, ...]
+    decisions: tuple[dict[str, Any], ...]  # execution approvals with their comments
+
+    @property
+    def unfinished(self) -> bool:
+        return self.state in S.UNFINISHED
+
+    @property
+    def reviewed(self) -> bool:
+        """A submission was reviewed: the criteria have statuses to show."""
+        return any(criterion.status is not None for criterion in self.criteria)
+
+
+@dataclass(frozen=True)
+class FinalApproval:
+    mission: Mission
+    items: tuple[ReviewedItem, ...]
+    counts: tuple[tuple[str, int], ...]
+    #: why ``mission.approve`` by this viewer would be refused now, in words ("" if not)
+    refusal_text: str
+    ending: Ending | None
+
+    @property
+    def is_active(self) -> bool:
+        return self.mission.state == MissionStatus.ACTIVE
+
+    @property
+    def shows_form(self) -> bool:
+        return self.is_active and not self.refusal_text
+
+    @property
+    def unfinished(self) -> tuple[str, ...]:
+        return tuple(item.id for item in self.items if item.unfinished)
+
+
+def _criteria(contract_criteria: object, review: object) -> tuple[CriterionView, ...]:
+    reviewed = review.get("criteria", {}) if isinstance(review, dict) else {}
+    views = []
+    for criterion in contract_criteria if isinstance(contract_criteria, list) else ():
+        if not isinstance(criterion, dict):
+            continue
+        summary = reviewed.get(criterion.get("id"), {})
+        views.append(
+            CriterionView(
+                id=str(criterion.get("id", "")),
+                description=str(criterion.get("description", "")),
+                method=str(criterion.get("method", "")),
+                status=summary.get("status"),
+                verdicts=tuple(e for e in summary.get("evidence", ()) if isinstance(e, dict)),
+            )
+        )
+    for criterion_id, summary in reviewed.items():  # the authority's own checks
+        if criterion_id not in {view.id for view in views} and isinstance(summary, dict):
+            views.append(
+                CriterionView(
+                    id=str(criterion_id),
+                    description="the authority's own checks of the submitted artifacts",
+                    method=str(summary.get("method", "")),
+                    status=summary.get("status"),
+                    verdicts=tuple(e for e in summary.get("evidence", ()) if isinstance(e, dict)),
+                )
+            )
+    return tuple(views)
+
+
+def _evidence(items: object, origin: str) -> list[EvidenceView]:
+    if not isinstance(items, list):
+        return []
+    views = (EvidenceView.from_item(evidence, origin) for evidence in items)
+    return [view for view in views if view is not None]
+
+
+def _reviewed(fields: tuple[Any, ...]) -> ReviewedItem:
+    (
+        item_id,
+        state,
+        goal,
+        criteria,
+        review,
+        evidence,
+        submission,
+        accepted,
+        failed,
+        decisions,
+    ) = fields
+    submission = submission if isinstance(submission, dict) else {}
+    failed = failed if isinstance(failed, dict) else None
+    return ReviewedItem(
+        id=item_id,
+        state=state,
+        goal=str(goal or ""),
+        criteria=_criteria(criteria, review),
+        evidence=(
+            *_evidence(submission.get("evidence"), "submission"),
+            *_evidence(evidence, "recorded"),
+        ),
+        outputs=_as_tuple(submission.get("artifacts")),
+        accepted=accepted if isinstance(accepted, dict) else None,
+        failed=failed,
+        failed_evidence=tuple(_evidence((failed or {}).get("evidence"), "failure")),
+        decisions=tuple(d for d in decisions or () if isinstance(d, dict)),
+    )
+
+
+def reviewed_items(mission: Mission) -> list[ReviewedItem]:
+    """Each WorkItem with its retained review results, in authorisation order: only the
+    fields shown, extracted in the database."""
+    fields = (
+        WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
+        .annotate(
+            shown=_shown(
+                "contract__goal",
+                "contract__acceptance_criteria",
+                "review",
+                "evidence",
+                "submission",
+                "accepted_review",
+                "failed_review",
+                "approval_log",
+            )
+        )
+        .values_list("work_item_id", "state", "shown")
+    )
+    by_id = {item: _reviewed((item, state, *shown)) for item, state, shown in fields}
+    ordered = [by_id.pop(item) for item in mission.work_items if item in by_id]
+    return [*ordered, *by_id.values()]
+
+
+def refusal_sentence(refusal: ProtocolError | None, membership: MembershipState | None) -> str:
+    """The write path's refusal of ``mission.approve``, as a sentence a person acts on."""
+    if refusal is None:
+        return ""
+    if refusal.code == ErrorCode.FORBIDDEN:
+        return who_may("mission.approve", "approve", membership)
+    unfinished = (refusal.details or {}).get("unfinished")
+    if refusal.code == ErrorCode.ILLEGAL_TRANSITION and unfinished:
+        return (
+            f"{unfinished_sentence([str(item) for item in unfinished])} The mission can be "
+            f"approved once every WorkItem has ended ({refusal.requirement})."
+        )
+    return f"{refusal.message} ({refusal.requirement})."
+
+
+def final_approval(
+    group_id: str,
+    mission_id: str,
+    *,
+    caller: Caller,
+    membership: MembershipState | None,
+) -> FinalApproval | None:
+    """The final-approval screen's contents, or ``None`` when the group has no such mission.
+
+    Whether the form shows is the write path's answer for this person now
+    (``preview.refusal`` of ``mission.approve``): the role, the human-only rule and the
+    unfinished WorkItems are the decider's, never re-judged here.
+    """
+    mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
+    if mission is None:
+        return None
+    items = reviewed_items(mission)
+    if mission.state == MissionStatus.ACTIVE:
+        body = {"mission": mission_id, "comment": ""}
+        refusal = refusal_sentence(
+            preview.refusal(caller, group_id, "mission.approve", body), membership
+        )
+        ending = None
+    else:
+        refusal = f"This mission is {mission.state}: there is nothing left to approve."
+        ending = mission_ending(mission, mission_items(mission))
+    return FinalApproval(
+        mission=mission,
+        items=tuple(items),
+        counts=_state_counts(item.state for item in items),
+        refusal_text=refusal,
+        ending=ending,
+    )

@@ -1,0 +1,61 @@
+// The mission page: follow the group's log and refresh the page's body when an event about
+// this mission, one of its WorkItems, a same-group child mission, a charge to it, or a
+// membership arrives (the body is rendered by the server; the browser never rebuilds it).
+
+import { connectionStatus, followWhileShown } from "./connection.js";
+import { LiveSection } from "./live-section.js";
+import { GroupStream } from "./stream.js";
+
+const data = JSON.parse(document.getElementById("mission-data").textContent);
+const missions = new Set([data.mission, ...data.missions]);
+let workItems = new Set(data.work_items);
+
+// A WorkItem authorised after the page loaded is in the refreshed graph: follow it too.
+function rememberWorkItems(root) {
+  const found = new Set(data.work_items);
+  for (const node of root.querySelectorAll("[data-work-item]")) found.add(node.dataset.workItem);
+  workItems = found;
+}
+
+// The graph scrolls in its box; a refresh keeps the person where they had scrolled to.
+let graphScroll = { left: 0, top: 0 };
+document.addEventListener(
+  "scroll",
+  (event) => {
+    if (event.target instanceof Element && event.target.classList.contains("graph-box")) {
+      graphScroll = { left: event.target.scrollLeft, top: event.target.scrollTop };
+    }
+  },
+  true,
+);
+
+function keepGraphScroll(root) {
+  const box = root.querySelector(".graph-box");
+  if (box) {
+    box.scrollLeft = graphScroll.left;
+    box.scrollTop = graphScroll.top;
+  }
+}
+
+const body = new LiveSection({
+  elementId: "mission-body",
+  families: data.families,
+  matches: (event) =>
+    event.type.startsWith("membership.") ||
+    missions.has(event.payload?.mission) ||
+    workItems.has(event.payload?.work_item) ||
+    (event.payload?.charged_missions ?? []).some((mission) => missions.has(mission)),
+  onSwap: (fresh) => {
+    keepGraphScroll(fresh);
+    rememberWorkItems(fresh);
+  },
+});
+
+followWhileShown(
+  new GroupStream({
+    group: data.group,
+    afterSequence: data.head_sequence,
+    onEvent: (event) => body.notify(event),
+    onStatus: connectionStatus(document.getElementById("connection-status")),
+  }),
+);

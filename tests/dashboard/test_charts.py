@@ -1,0 +1,114 @@
+"""The mission page's budget charts (``apps.dashboard.charts``): pure functions over the
+Mission projection's ``usage_series``, no database."""
+
+from __future__ import annotations
+
+import re
+
+from apps.dashboard.charts import (
+    PLOT_BOTTOM,
+    PLOT_TOP,
+    budget_charts,
+    chart_summary,
+    number,
+    render_chart,
+    series_by_dimension,
+)
+from apps.dashboard.work_item_cards import BudgetLine
+
+SERIES = [
+    [12, "2026-12-01T10:00:00Z", {"tokens": 1000}],
+    [15, "2026-12-01T10:30:00Z", {"tokens": 4000, "money": 0.25}],
+    [19, "2026-12-01T11:00:00Z", {"tokens": 4500, "money": 0.5}],
+]
+
+
+def charts_by_dimension(limits: dict, used: dict, series: list | None) -> dict:
+    return {chart.dimension: chart for chart in budget_charts(limits, used, series)}
+
+
+def test_numbers_read_as_people_write_them() -> None:
+    assert number(200000) == "200,000"
+    assert number(0.1 + 0.2) == "0.3"
+    assert number(2.0) == "2"
+    assert number(1.25) == "1.25"
+
+
+def test_the_series_is_split_per_dimension_in_order() -> None:
+    points = series_by_dimension(SERIES)
+    assert [(p.sequence, p.used) for p in points["tokens"]] == [(12, 1000), (15, 4000), (19, 4500)]
+    assert [(p.sequence, p.used) for p in points["money"]] == [(15, 0.25), (19, 0.5)]
+    assert points["tokens"][0].recorded_at is not None
+
+
+def test_malformed_points_are_skipped_not_fatal() -> None:
+    points = series_by_dimension([[1, "x", {"tokens": 5}], "junk", [2], [3, None, {"t": "a"}]])
+    assert [(p.sequence, p.used, p.recorded_at) for p in points["tokens"]] == [(1, 5, None)]
+    assert "t" not in points
+    assert series_by_dimension(None) == {}
+
+
+def test_every_dimension_is_charted_in_wire_order_and_unlimited_ones_say_so() -> None:
+    """R10.1-01(g): the six dimensions in their wire order; an absent limit is unlimited
+    (wire.md §10) and has no limit line."""
+    charts = budget_charts({"tokens": 10000}, {"tokens": 4500, "money": 0.5}, SERIES)
+    assert [c.dimension for c in charts][:6] == [
+        "money",
+        "tokens",
+        "tool_calls",
+        "compute",
+        "wall_clock",
+        "side_effects",
+    ]
+    by = {c.dimension: c for c in charts}
+    assert by["money"].limit_text == "unlimited"
+    assert "chart__limit" not in by["money"].svg
+    assert by["money"].summary == "money: 0.5 used, unlimited; 2 recorded changes."
+    assert by["compute"].svg == ""  # nothing used, nothing to draw
+
+
+def test_the_used_line_is_a_staircase_under_the_limit_line() -> None:
+    chart = charts_by_dimension({"tokens": 10000}, {"tokens": 4500}, SERIES)["tokens"]
+    svg = chart.svg
+    assert svg.startswith('<svg class="chart" role="img" aria-label="tokens: 4,500 of 10,000 used')
+    assert "limit 10,000" in svg
+    path = re.search(r'class="chart__used" d="([^"]+)"', svg)
+    assert path is not None
+    steps = re.findall(r"V([\d.]+)", path.group(1))
+    levels = [float(level) for level in steps]
+    assert levels == sorted(levels, reverse=True)  # use only rises (y grows downwards)
+    assert all(PLOT_TOP <= level <= PLOT_BOTTOM for level in levels)
+    limit = re.search(r'class="chart__limit" x1="\S+" y1="([\d.]+)"', svg)
+    assert limit is not None
+    assert float(limit.group(1)) < min(levels)
+    assert "chart__over" not in svg
+    assert "12-01 10:00" in svg
+    assert "12-01 11:00" in svg
+
+
+def test_use_above_the_limit_is_drawn_again_and_said_in_words() -> None:
+    """R11.5-13 refuses a charge past a limit, but reconciled offline usage may exceed it
+    (R11.5-12): the chart marks what lies above the limit and its summary says so."""
+    series = [[3, "2026-12-01T10:00:00Z", {"side_effects": 2}]]
+    chart = charts_by_dimension({"side_effects": 0}, {"side_effects": 2}, series)["side_effects"]
+    assert chart.line.exceeded
+    assert 'class="chart__over"' in chart.svg
+    assert 'clip-path="url(#budget-chart-side_effects-over)"' in chart.svg
+    assert "over the limit" in chart.summary
+
+
+def test_a_total_without_a_series_is_one_point() -> None:
+    """Before any series was kept the current total still shows, as a single step."""
+    chart = charts_by_dimension({"tokens": 100}, {"tokens": 40}, [])["tokens"]
+    assert chart.points == ()
+    assert 'class="chart__used"' in chart.svg
+
+
+def test_the_summary_escapes_and_names_every_part() -> None:
+    line = BudgetLine('to"ks', 5, 10)
+    svg = render_chart(line, (), chart_id='x" onload="alert(1)')
+    assert 'onload="' not in svg
+    assert "to&quot;ks: 5 of 10 used (50%)" in svg
+    assert chart_summary(BudgetLine("tokens", 0, 10), ()) == (
+        "tokens: 0 of 10 used (0%); no charge recorded yet."
+    )

@@ -1,0 +1,481 @@
+"""The mission page and its final-approval screen through Django's test client (issue 12 §4).
+
+Every scene is built with real commands through the one write path
+(``tests.dashboard.workflows``) on real PostgreSQL; pages are read as a browser gets them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from apps.work import reviews
+from apps.work.tasks import STORE
+from tests.dashboard import workflows as wf
+from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.html import element, text
+from tests.factories import HumanPersona, World, grant, group, human, now_text, unique
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass
+class Scene:
+    dash: Dashboard
+    rita: HumanPersona  # a reviewer
+    mission: str
+
+    @property
+    def group(self) -> str:
+        return self.dash.world.group
+
+    def url(self, suffix: str = "") -> str:
+        return f"/groups/{self.group}/missions/{self.mission}/{suffix}"
+
+
+@pytest.fixture
+def scene(dash: Dashboard) -> Scene:
+    rita = human("rita")
+    grant(dash.world.alice, dash.world.group, rita, "reviewer")
+    return Scene(dash, rita, wf.mission(dash.world, goal="Map the outage"))
+
+
+def page(client: Client, path: str) -> str:
+    response = client.get(path)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def field(html: str, name: str) -> str:
+    return text(element(html, "data-field", name))
+
+
+def verified_item(world: World, mission: str, *, depends_on: tuple[str, ...] = ()) -> str:
+    """An item of the example contract, submitted by w2, checked by the authority
+    (R13.2-03 steps 1–2) and accepted by olga with a note per criterion."""
+    item = wf.authorize(world, mission, depends_on=depends_on)
+    wf.accept(world, item, wf.offer(world, item))
+    lease = wf.start(world, item)
+    wf.submit_result(world, item, lease, artifact=b"# Summary\n\nEvery incident.\n")
+    reviews.review_submission(STORE, world.group, item)
+    review = {
+        "verdicts": [
+            {"criterion": "c1", "verdict": "pass", "note": "checks pass"},
+            {"criterion": "c2", "verdict": "pass", "note": "reads neutral to me"},
+        ],
+        "summary": "Good to go.",
+    }
+    wf.submit(world.olga, world.group, "work.accept_result", {"work_item": item, "review": review})
+    assert wf.state_of(world.group, item) == "verified"
+    return item
+
+
+def verified(scene: Scene) -> str:
+    return verified_item(scene.dash.world, scene.mission)
+
+
+def progress(scene: Scene, item: str, lease: str, **report: object) -> None:
+    body = {
+        "work_item": item,
+        "lease_id": lease,
+        "phase": "drafting",
+        "milestones_completed": ["sources read", "outline"],
+        "next_checkpoint": "first draft",
+        "blockers": [],
+        "estimate": {"finish_at": now_text(3600), "confidence": 0.7},
+        "evidence_refs": [],
+        **report,
+    }
+    wf.submit(scene.dash.world.w2, scene.group, "work.progress", body)
+
+
+# --- the mission page ----------------------------------------------------------------------
+
+
+def test_the_mission_page_shows_goal_state_creator_and_counts_per_state(scene: Scene) -> None:
+    """wire§4 missions/{id}: the goal, state, who created it, a breadcrumb back to the group,
+    and how many WorkItems are in each state."""
+    world = scene.dash.world
+    wf.authorize(world, scene.mission)
+    wf.authorize(world, scene.mission)
+    wf.queued(world, scene.mission)
+    html = page(logged_in(scene.dash.maria), scene.url())
+
+    assert field(html, "goal") == "Map the outage"
+    assert field(html, "state") == "active"
+    assert field(html, "created-by") == world.w1.principal
+    crumbs = text(element(html, "class", "crumbs"))
+    assert crumbs == f"Groups / {world.group} / {scene.mission}" or scene.mission in crumbs
+    assert f'href="/groups/{scene.group}/"' in element(html, "class", "crumbs")
+    counts = element(html, "data-field", "counts")
+    assert text(element(counts, "data-state", "open")) == "open 2"
+    assert text(element(counts, "data-state", "queued")) == "queued 1"
+
+
+def test_the_group_page_links_each_mission_to_its_page(scene: Scene) -> None:
+    html = page(logged_in(scene.dash.maria), f"/groups/{scene.group}/")
+    assert f'href="/groups/{scene.group}/missions/{scene.mission}/"' in html
+
+
+def test_the_dependency_graph_is_an_svg_whose_nodes_link_to_their_work_items(
+    scene: Scene,
+) -> None:
+    """R10.4-04: an arrow from each dependency to its dependent; each node a link with its
+    id, goal and state in words (colour is never the only signal), a text summary for the
+    picture and the same graph as a list."""
+    world = scene.dash.world
+    first = wf.authorize(world, scene.mission)
+    second = wf.authorize(world, scene.mission, depends_on=(first,))
+    html = page(logged_in(scene.dash.maria), scene.url())
+
+    svg = element(html, "class", "graph")
+    assert 'role="img"' in svg
+    label = re.search(r'aria-label="([^"]+)"', svg)
+    assert label is not None
+    assert "2 WorkItems in 2 column(s) with 1 dependencies: 2 open" in label.group(1)
+    links = element(html, "class", "graph-links")
+    for item in (first, second):
+        assert ">open</text>" in element(svg, "data-work-item", item)
+        link = element(links, "data-work-item", item)
+        assert f'href="/groups/{scene.group}/work-items/{item}/"' in link
+        assert f"<title>{item}: Summarise the incident reports of November — open</title>" in link
+    assert svg.count('marker-end="url(#graph-arrow)"') == 1
+    listed = text(element(html, "class", "graph-list"))
+    assert f"{second} open — Summarise the incident reports of November; waits for {first}" in (
+        listed
+    )
+
+
+def test_a_mission_without_work_items_says_what_would_appear(scene: Scene) -> None:
+    html = page(logged_in(scene.dash.maria), scene.url())
+    assert "No WorkItems yet" in text(element(html, "id", "graph"))
+    assert "Nothing is in progress" in text(element(html, "id", "progress"))
+    assert "No child missions" in text(element(html, "id", "children"))
+
+
+def test_progress_shows_the_latest_structured_report_and_never_a_percentage(
+    scene: Scene,
+) -> None:
+    """R11.4-01..03: phase, milestones, next checkpoint, blockers and the estimate with its
+    confidence, from the latest ``work.progress``; no invented percentage."""
+    world = scene.dash.world
+    item = wf.queued(world, scene.mission)
+    lease = wf.start(world, item)
+    progress(scene, item, lease, phase="reading")
+    progress(scene, item, lease, blockers=["waiting for the March logs"])
+    idle = wf.queued(world, scene.mission)
+    html = page(logged_in(scene.dash.maria), scene.url())
+
+    row = element(element(html, "id", "progress"), "data-work-item", item)
+    assert field(row, "phase") == "drafting"
+    assert field(row, "milestones") == "2: sources read, outline"
+    assert field(row, "next-checkpoint") == "first draft"
+    assert field(row, "blockers") == "waiting for the March logs"
+    assert "the worker's confidence: 0.7" in text(element(row, "data-field", "estimate")).replace(
+        "&#x27;", "'"
+    )
+    assert "%" not in text(element(html, "id", "progress")).replace("(R11.4-02)", "")
+    silent = element(element(html, "id", "progress"), "data-work-item", idle)
+    assert "No progress reported yet." in text(silent)
+
+
+def test_budgets_are_charted_per_dimension_with_the_limit_and_unlimited_ones_say_so(
+    scene: Scene,
+) -> None:
+    """R11.5-12: charges to a WorkItem reach its mission; each dimension is a chart of used
+    against the limit with a text equivalent; a dimension without a limit is unlimited."""
+    world = scene.dash.world
+    item = wf.queued(world, scene.mission)
+    lease = wf.start(world, item)
+    wf.use(world, item, lease, tokens=1200)
+    wf.use(world, item, lease, tokens=800, money=0.5)
+    html = page(logged_in(scene.dash.maria), scene.url())
+
+    tokens = element(html, "data-dimension", "tokens")
+    assert "2,000 of 200,000 used (1%)" in text(tokens)
+    svg = element(tokens, "class", "chart")
+    assert 'role="img"' in svg
+    assert 'class="chart__limit"' in svg
+    assert "limit 200,000" in svg
+    table = text(element(tokens, "class", "sr-only"))
+    assert "1,200" in table
+    assert "2,000" in table
+    compute = element(html, "data-dimension", "compute")
+    assert "0 used · unlimited (no limit set)" in text(compute)
+    assert "Nothing used yet." in text(compute)
+
+
+def test_child_missions_are_linked_and_a_child_links_back_to_its_parent(scene: Scene) -> None:
+    """R10.4-06: a child mission of this group is a link with its state."""
+    world = scene.dash.world
+    child = wf.mission(world, parent=scene.mission)
+    client = logged_in(scene.dash.maria)
+    html = page(client, scene.url())
+    children = element(html, "data-field", "children")
+    assert f'href="/groups/{scene.group}/missions/{child}/"' in children
+    assert "active" in text(children)
+
+    child_html = page(client, f"/groups/{scene.group}/missions/{child}/")
+    assert f'href="/groups/{scene.group}/missions/{scene.mission}/"' in element(
+        child_html, "data-field", "parent"
+    )
+
+
+def test_a_child_in_another_group_is_text_with_its_group_and_links_back_to_nothing_hidden(
+    scene: Scene, django_capture_on_commit_callbacks: Callable[..., Any]
+) -> None:
+    """R10.4-05, R10.4-06: a child mission in another group is named with its group id, not
+    linked (its page belongs to a group the viewer may not see); the child's page names its
+    parent the same way and the WorkItem it unblocks."""
+    world = scene.dash.world
+    other = "g-child"
+    group(other, world.org)
+    grant(world.alice, other, world.w1, "coordinator")
+    grant(world.alice, other, scene.dash.maria, "observer")
+    item = wf.authorize(world, scene.mission)
+    child = unique("m-child")
+    with django_capture_on_commit_callbacks(execute=True):  # the link's follow-up command
+        wf.submit(
+            world.w1,
+            world.group,
+            "mission.create_child",
+            {
+                "work_item": item,
+                "child": {"mission": child, "group": other, "goal": "Dig", "budgets": {}},
+                "failure_policy": "block_parent",
+            },
+        )
+    client = logged_in(scene.dash.maria)
+    children = element(page(client, scene.url()), "data-field", "children")
+    assert text(children) == f"{child} in group {other}"
+    assert "href" not in children
+
+    child_page = page(client, f"/groups/{other}/missions/{child}/")
+    assert text(element(child_page, "data-field", "parent")) == (
+        f"{scene.mission} in group {world.group}"
+    )
+    assert text(element(child_page, "data-field", "link")) == f"{item} in group {world.group}"
+
+
+def test_the_timeline_slice_lists_the_newest_events_each_linked_to_the_group_timeline(
+    scene: Scene,
+) -> None:
+    """wire§6: the mission's own events and its WorkItems' merged newest first, each linked
+    to its place in the group's verified timeline."""
+    world = scene.dash.world
+    item = wf.queued(world, scene.mission)
+    wf.submit(world.w1, scene.group, "work.message", {"work_item": item, "text": "Hello"})
+    head = wf.head(scene.group)
+    html = page(logged_in(scene.dash.maria), scene.url())
+
+    timeline = element(html, "data-field", "timeline")
+    sequences = [int(s) for s in re.findall(r'data-sequence="(\d+)"', timeline)]
+    assert sequences == sorted(sequences, reverse=True)
+    assert sequences[0] == head
+    assert sequences[-1] == int(
+        re.search(r"event #(\d+)", element(html, "class", "facts facts--inline")).group(1)  # type: ignore[union-attr]
+    )
+    newest = element(timeline, "data-sequence", str(head))
+    assert f'href="/groups/{scene.group}/?before={head + 1}#event-{head}"' in newest
+    assert "work.message_posted" in newest
+    assert f'href="/groups/{scene.group}/work-items/{item}/"' in newest
+    assert "mission.created" in timeline
+
+
+def test_an_observer_is_told_who_may_approve_and_cancel(scene: Scene) -> None:
+    """R10.2-16, R10.2-18, wire§9: no form, and in words which roles may."""
+    html = page(logged_in(scene.dash.maria), scene.url())
+    assert field(html, "approve-note") == (
+        "Only mission owners approve a mission; you are an observer."
+    )
+    assert field(html, "cancel-note") == (
+        "Only coordinators and mission owners cancel a mission; you are an observer."
+    )
+    assert 'data-form-key="mission-cancel' not in html
+    assert field(html, "final-approval-link") == "Read the final review"
+
+
+def test_a_reviewer_is_told_only_mission_owners_approve(scene: Scene) -> None:
+    html = page(logged_in(scene.rita), scene.url())
+    assert field(html, "approve-note") == (
+        "Only mission owners approve a mission; you are a reviewer."
+    )
+
+
+def test_a_mission_owner_is_offered_the_final_approval_and_told_what_is_unfinished(
+    scene: Scene,
+) -> None:
+    """R10.2-22: unfinished WorkItems are named; the final review and cancel are offered."""
+    world = scene.dash.world
+    items = [wf.authorize(world, scene.mission) for _ in range(3)]
+    html = page(logged_in(world.olga), scene.url())
+    assert field(html, "final-approval-link") == "Review and approve the mission"
+    assert field(html, "approve-note") == (
+        f"3 WorkItems are not finished: {', '.join(items)}. The mission can be approved once "
+        "every WorkItem has ended (R10.2-22)."
+    )
+    form = element(html, "data-form-key", f"mission-cancel:{scene.mission}")
+    assert f'action="/groups/{scene.group}/missions/{scene.mission}/cancel/"' in form
+    assert f'name="next" value="/groups/{scene.group}/missions/{scene.mission}/"' in form
+
+
+def test_cancelling_from_the_mission_page_returns_to_it_showing_who_and_why(
+    scene: Scene,
+) -> None:
+    """R10.2-18: the reason travels with ``mission.cancel``; the page then shows the end."""
+    world = scene.dash.world
+    wf.authorize(world, scene.mission)
+    client = logged_in(world.olga)
+    html = page(client, scene.url())
+    form = element(html, "data-form-key", f"mission-cancel:{scene.mission}")
+    fields = dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)"', form))
+    response = client.post(scene.url("cancel/"), {**fields, "reason": "Out of scope"}, follow=True)
+    assert response.redirect_chain[-1][0] == scene.url()
+    html = response.content.decode()
+    assert field(html, "state") == "cancelled"
+    ending = field(html, "ending")
+    assert ending.startswith("Cancelled by user:olga")
+    assert "Out of scope" in ending
+    assert "nothing left to approve or cancel" in field(html, "approve-note")
+
+
+def test_the_live_section_is_the_body_alone(scene: Scene) -> None:
+    """R16-09: the page's script swaps this in when an event about the mission arrives."""
+    response = logged_in(scene.dash.maria).get(scene.url("section/"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith("{#") is False
+    assert 'id="mission-body"' in html
+    assert "<html" not in html
+    assert f'data-refresh-url="/groups/{scene.group}/missions/{scene.mission}/section/"' in html
+
+
+def test_the_page_subscribes_after_the_head_and_follows_the_missions_work_items(
+    scene: Scene,
+) -> None:
+    world = scene.dash.world
+    item = wf.authorize(world, scene.mission)
+    head = wf.head(scene.group)
+    html = page(logged_in(scene.dash.maria), scene.url())
+    data = re.search(r'<script id="mission-data" type="application/json">(.*?)</script>', html)
+    assert data is not None
+    stream = __import__("json").loads(data.group(1))
+    assert stream["head_sequence"] == head
+    assert stream["mission"] == scene.mission
+    assert stream["work_items"] == [item]
+
+
+# --- the final-approval screen ---------------------------------------------------------------
+
+
+def test_final_approval_lists_each_work_item_with_its_retained_review(scene: Scene) -> None:
+    """R13.2-03 step 5: the accepted review (who, when, verdicts with their notes, summary),
+    the review's status per criterion, and the evidence with its producer, method, result
+    and artifacts linked to their pages."""
+    item = verified(scene)
+    html = page(logged_in(scene.dash.world.olga), scene.url("final-approval/"))
+
+    block = element(html, "data-work-item", item)
+    accepted = text(element(block, "data-field", "accepted-review"))
+    assert accepted.startswith("Accepted by user:olga on ")
+    assert "Good to go." in accepted
+    assert "c1 pass — checks pass" in accepted
+    assert "c2 pass — reads neutral to me" in accepted
+    c1 = element(block, "data-criterion", "c1")
+    # only the worker's own evidence on c1: a claim, never a pass by itself (R13.2-01)
+    assert text(element(c1, "data-field", "status")) == "claimed"
+    assert "agent:w2: pass" in text(c1)
+    integrity = element(block, "data-criterion", "authority:integrity")
+    assert text(element(integrity, "data-field", "status")) == "pass"
+    assert f'href="/groups/{scene.group}/artifacts/sha256:' in block
+    evidence = element(block, "class", "evidence-list")
+    assert "by agent:w2" in text(evidence)
+    assert "deterministic, with the submission" in text(evidence)
+
+
+def test_final_approval_shows_execution_approvals_with_their_comments(scene: Scene) -> None:
+    """R10.2-06: an approval's comment is shown wherever the decision is."""
+    world = scene.dash.world
+    item = wf.queued(world, scene.mission, contract=wf.gated_contract(1))
+    wf.approve(world.olga, scene.group, item)
+    html = page(logged_in(scene.dash.maria), scene.url("final-approval/"))
+    block = element(html, "data-work-item", item)
+    assert "Execution approvals: user:olga granted revision 1 ( fine by me )" in text(block)
+    assert "<q>fine by me</q>" in block
+
+
+def test_final_approval_offers_the_form_once_nothing_is_unfinished(scene: Scene) -> None:
+    """R10.2-16: the form posts ``mission.approve`` and returns here; afterwards the screen
+    shows who approved, when, and the comment, and no form."""
+    verified(scene)
+    client = logged_in(scene.dash.world.olga)
+    html = page(client, scene.url("final-approval/"))
+    form = element(html, "data-form-key", f"mission-approve:{scene.mission}")
+    assert f'action="/groups/{scene.group}/missions/{scene.mission}/approve/"' in form
+    assert '<label for="approve-comment">' in form
+    fields = dict(re.findall(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)"', form))
+
+    response = client.post(scene.url("approve/"), {**fields, "comment": "Ship it"}, follow=True)
+
+    assert response.redirect_chain[-1][0] == scene.url("final-approval/")
+    html = response.content.decode()
+    assert field(html, "state") == "approved"
+    ending = field(html, "ending")
+    assert ending.startswith("Approved by user:olga on ")
+    assert ending.endswith("“Ship it”") or "Ship it" in ending
+    assert 'data-form-key="mission-approve' not in html
+    mission_page = page(client, scene.url())
+    assert "Ship it" in field(mission_page, "ending")
+
+
+def test_final_approval_says_which_work_items_are_unfinished(scene: Scene) -> None:
+    """R10.2-22: the write path's own refusal, previewed, names the unfinished items."""
+    world = scene.dash.world
+    verified(scene)
+    waiting = wf.queued(world, scene.mission)
+    html = page(logged_in(world.olga), scene.url("final-approval/"))
+    assert 'data-form-key="mission-approve' not in html
+    assert field(html, "refusal") == (
+        f"1 WorkItem is not finished: {waiting}. The mission can be approved once every "
+        "WorkItem has ended (R10.2-22)."
+    )
+    block = element(html, "data-work-item", waiting)
+    assert "not finished" in text(block)
+    assert field(block, "not-reviewed") == "Nothing submitted yet: no review to read."
+
+
+def test_final_approval_tells_a_reviewer_that_only_mission_owners_approve(scene: Scene) -> None:
+    verified(scene)
+    html = page(logged_in(scene.rita), scene.url("final-approval/"))
+    assert 'data-form-key="mission-approve' not in html
+    assert field(html, "refusal") == "Only mission owners approve a mission; you are a reviewer."
+
+
+# --- access -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["", "section/", "final-approval/"])
+def test_every_mission_route_is_404_for_a_non_member(scene: Scene, suffix: str) -> None:
+    """wire§4: a group's pages never tell a non-member what it holds."""
+    response = logged_in(scene.dash.nina).get(scene.url(suffix))
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize("suffix", ["", "section/", "final-approval/"])
+def test_every_mission_route_is_404_for_a_mission_the_group_does_not_have(
+    scene: Scene, suffix: str
+) -> None:
+    missing = unique("m-missing")
+    response = logged_in(scene.dash.maria).get(f"/groups/{scene.group}/missions/{missing}/{suffix}")
+    assert response.status_code == 404
+
+
+def test_the_mission_page_needs_a_sign_in(scene: Scene) -> None:
+    response = Client().get(scene.url())
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")

@@ -15,7 +15,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -41,7 +42,7 @@ def submit_form(
     type_: str,
     body: Callable[[dict[str, Any]], dict[str, Any]],
     confirm: Callable[[dict[str, Any], Outcome], str],
-) -> HttpResponseRedirect:
+) -> HttpResponse:
     """Submit ``type_`` to ``group`` as the signed-in person, with the ``body`` built from
     the valid ``form`` (``what`` names it in the MALFORMED refusal of an incomplete one), and
     flash ``confirm(body, outcome)`` once accepted.
@@ -50,7 +51,8 @@ def submit_form(
     replayed, not repeated. Non-members get 404, as on every page of the group.
     """
     access_membership(request, group)
-    back = HttpResponseRedirect(_return_to(request, reverse("dashboard:group", args=[group])))
+    back_url = _return_to(request, reverse("dashboard:group", args=[group]))
+    back = HttpResponseRedirect(back_url)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         show_refusal(
@@ -69,10 +71,24 @@ def submit_form(
             command_id=command_id if is_id(command_id) else new_command_id(),
         )
     except ProtocolError as error:
-        show_refusal(request, error)
-        return back
+        return refused(request, error, back_url)
     messages.success(request, confirm(submitted, outcome))
     return back
+
+
+def refused(request: HttpRequest, error: ProtocolError, back_url: str) -> HttpResponse:
+    """A refused form, answered as the refusal's own status class says.
+
+    403 (the person's role, self-approval, an approval still missing: wire.md §8) is a page
+    of its own with status 403 — the screen never offered this person that form, so nothing
+    they typed is lost. Anything else (a stale page, a decision someone else made first)
+    goes back to the page with the reason shown, where the form is filled in again."""
+    if error.status == 403:
+        return render(
+            request, "dashboard/refused.html", {"error": error, "back": back_url}, status=403
+        )
+    show_refusal(request, error)
+    return HttpResponseRedirect(back_url)
 
 
 def show_refusal(request: HttpRequest, error: ProtocolError) -> None:

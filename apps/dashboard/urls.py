@@ -5,11 +5,20 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import mission_views, views, work_views
+from . import (
+    approval_views,
+    artifact_views,
+    inbox_views,
+    mission_pages,
+    mission_views,
+    review_views,
+    views,
+    work_views,
+)
 
 app_name = "dashboard"
 urlpatterns = [
-    path("", views.group_list, name="groups"),
+    path("groups/", views.group_list, name="groups"),
     path("groups/<str:group>/", views.group_detail, name="group"),
     path("groups/<str:group>/work/", work_views.group_work, name="group-work"),
     path(
@@ -45,4 +54,13 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
+
+# Each screen's module keeps its own routes (one module per screen, one owner per module).
+urlpatterns += [
+    *inbox_views.urlpatterns,
+    *approval_views.urlpatterns,
+    *review_views.urlpatterns,
+    *mission_pages.urlpatterns,
+    *artifact_views.urlpatterns,
 ]

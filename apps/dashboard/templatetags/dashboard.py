@@ -32,3 +32,25 @@ def wire_time(value: object) -> str:
 def event_family_of(event_type: object) -> str:
     """The badge family of an event type (``lease.expired`` -> ``lease``), as in the log."""
     return event_family(event_type)
+
+
+@register.filter
+def lookup(mapping: object, key: object) -> object:
+    """``mapping[key]`` in a template, or ``None`` (templates cannot index by a variable)."""
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None
+
+
+@register.filter
+def short_digest(digest: object) -> str:
+    """``sha256:3f2a…9c41``: enough of a digest to tell artifacts apart at a glance."""
+    text = str(digest)
+    prefix, _, hexes = text.partition(":")
+    return f"{prefix}:{hexes[:8]}…{hexes[-4:]}" if len(hexes) > 16 else text
+
+
+@register.filter
+def spaced(value: object) -> str:
+    """A protocol token as words: ``needs_changes`` -> ``needs changes``."""
+    return str(value).replace("_", " ")

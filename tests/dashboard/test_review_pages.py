@@ -1,0 +1,307 @@
+"""The evidence review screens: the queue and one submission judged criterion by criterion
+(issue 12 §3; R13.2-01..05, R10.2-12, R10.2-13).
+
+Real PostgreSQL; every command through the one write path, the authority's checks run by
+the same review service the Celery task calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from apps.ledger.models import Event
+from apps.work import reviews
+from apps.work.tasks import STORE
+from tests.dashboard import workflows as wf
+from tests.dashboard.conftest import Dashboard, logged_in, with_password
+from tests.factories import HumanPersona, grant, human
+
+pytestmark = pytest.mark.django_db
+
+
+@dataclass
+class Scene:
+    dash: Dashboard
+    rita: HumanPersona  # reviewer only
+    item: str
+    mission: str
+
+    @property
+    def group(self) -> str:
+        return self.dash.world.group
+
+    def url(self, suffix: str = "") -> str:
+        return f"/groups/{self.group}/work-items/{self.item}/review/{suffix}"
+
+
+def submitted_item(dash: Dashboard) -> tuple[str, str]:
+    """A WorkItem of the example contract, submitted by w2 with evidence on c1 and c2 and
+    its summary artifact, after the authority's own checks (R13.2-03 steps 1–2)."""
+    world = dash.world
+    mission = wf.mission(world)
+    item = wf.queued(world, mission)
+    lease = wf.start(world, item)
+    wf.submit_result(world, item, lease, artifact=b"# Summary\n\nAll eleven incidents.\n")
+    reviews.review_submission(STORE, world.group, item)
+    return mission, item
+
+
+@pytest.fixture
+def scene(dash: Dashboard) -> Scene:
+    rita = with_password(human("rita"))
+    grant(dash.world.alice, dash.world.group, rita, "reviewer")
+    mission, item = submitted_item(dash)
+    return Scene(dash, rita, item, mission)
+
+
+def events_of(group: str, type_: str) -> list[dict[str, object]]:
+    return [
+        json.loads(text)
+        for text in Event.objects.filter(group_id=group, type=type_)
+        .order_by("sequence")
+        .values_list("document", flat=True)
+    ]
+
+
+def verdicts(**chosen: str) -> dict[str, str]:
+    fields = {}
+    for criterion, verdict in chosen.items():
+        fields[f"verdict-{criterion}"] = verdict
+        fields[f"note-{criterion}"] = f"note on {criterion}: {verdict}"
+    return fields
+
+
+def flash(html: str) -> str:
+    found = re.search(r'<div class="flash-list" id="flash">(.*?)</div>', html, re.S)
+    return re.sub(r"\s+", " ", found.group(1)) if found else ""
+
+
+# --- the queue -------------------------------------------------------------------------------
+
+
+def test_the_queue_lists_submissions_with_mission_progress_for_those_who_judge(
+    scene: Scene,
+) -> None:
+    html = logged_in(scene.dash.world.olga).get("/reviews/").content.decode()
+    assert scene.item in html
+    assert "Start reviewing the oldest" in html
+    assert "0 of 1 verified" in html  # progress per mission
+    assert f'href="/groups/{scene.group}/work-items/{scene.item}/review/"' in html
+
+
+def test_an_observer_has_an_empty_queue_that_says_which_roles_see_submissions(
+    scene: Scene,
+) -> None:
+    html = logged_in(scene.dash.maria).get("/reviews/").content.decode()
+    assert scene.item not in html
+    assert "Nothing is waiting for your review" in html
+    assert "reviewer, a coordinator or a mission owner" in html
+
+
+# --- one submission --------------------------------------------------------------------------
+
+
+def test_the_review_page_shows_each_criterion_with_its_evidence_and_the_authority_checks(
+    scene: Scene,
+) -> None:
+    """R13.2-01: the worker's own evidence is shown as its claim; R13.2-03: the authority's
+    integrity check is shown before anyone judges."""
+    html = logged_in(scene.dash.world.olga).get(scene.url()).content.decode()
+    for text in ("Covers every report", "Accurate and neutral", "human review", "deterministic"):
+        assert text in html
+    assert "the worker&#x27;s own claim" in html or "the worker's own claim" in html
+    assert "Automatic checks by the authority" in html
+    for control in (
+        'name="verdict-c1"',
+        'name="verdict-c2"',
+        'id="accept-result"',
+        'id="send-back"',
+    ):
+        assert control in html
+    assert "Criterion 1 of 2" in html
+    assert "<kbd>j</kbd>" in html
+
+
+def test_a_mission_owner_accepts_with_the_verdicts_and_their_notes(scene: Scene) -> None:
+    """R10.2-12: ``work.accept_result`` carries every criterion's verdict and note."""
+    client = logged_in(scene.dash.world.olga)
+    response = client.post(
+        scene.url("decide/"),
+        {"action": "accept", "summary": "good work", **verdicts(c1="pass", c2="pass")},
+        follow=True,
+    )
+    assert "Accepted the result" in flash(response.content.decode())
+    assert wf.state_of(scene.group, scene.item) == "verified"
+    accepted = events_of(scene.group, "work.result_accepted")[-1]["payload"]
+    assert accepted["review"]["summary"] == "good work"  # type: ignore[index]
+    assert {v["criterion"]: v["note"] for v in accepted["review"]["verdicts"]} == {  # type: ignore[index]
+        "c1": "note on c1: pass",
+        "c2": "note on c2: pass",
+    }
+
+
+def test_accepting_with_a_failing_verdict_is_refused_before_anything_is_sent(
+    scene: Scene,
+) -> None:
+    client = logged_in(scene.dash.world.olga)
+    before = wf.head(scene.group)
+    response = client.post(
+        scene.url("decide/"), {"action": "accept", **verdicts(c1="pass", c2="fail")}, follow=True
+    )
+    assert "send it back instead" in flash(response.content.decode())
+    assert wf.head(scene.group) == before
+    assert wf.state_of(scene.group, scene.item) == "submitted"
+
+
+def test_a_missing_verdict_is_refused_and_names_the_criterion(scene: Scene) -> None:
+    client = logged_in(scene.dash.world.olga)
+    before = wf.head(scene.group)
+    response = client.post(scene.url("decide/"), {"action": "accept", **verdicts(c1="pass")})
+    assert response.status_code == 302
+    page = client.get(response["Location"]).content.decode()
+    assert "missing: c2" in flash(page)
+    assert wf.head(scene.group) == before
+
+
+def test_sending_back_fails_the_item_with_the_verdicts_as_evidence(scene: Scene) -> None:
+    """R10.2-13: the failure carries evidence — the reviewer's verdicts, notes included."""
+    client = logged_in(scene.dash.world.olga)
+    response = client.post(
+        scene.url("decide/"),
+        {"action": "send_back", **verdicts(c1="pass", c2="needs_changes")},
+        follow=True,
+    )
+    assert "Sent" in flash(response.content.decode())
+    assert wf.state_of(scene.group, scene.item) == "failed"
+    failed = events_of(scene.group, "work.failed")[-1]
+    evidence = {e["criterion"]: e for e in failed["payload"]["evidence"]}  # type: ignore[index]
+    assert evidence["c2"]["result"]["verdict"] == "fail"
+    assert evidence["c2"]["result"]["data"] == {"review_verdict": "needs_changes"}
+    assert evidence["c2"]["result"]["summary"] == "note on c2: needs_changes"
+    assert evidence["c2"]["producer"] == scene.dash.world.olga.principal
+
+
+def test_a_reviewer_who_may_not_accept_records_verdicts_as_evidence(scene: Scene) -> None:
+    """R13.2-04: a reviewer's verdicts become evidence items with the reviewer as producer
+    and each criterion's own method; the page says why they cannot accept."""
+    client = logged_in(scene.rita)
+    html = client.get(scene.url()).content.decode()
+    assert 'id="record-verdicts"' in html
+    assert 'id="accept-result"' not in html
+    assert "You cannot accept the result" in html
+    client.post(scene.url("decide/"), {"action": "record", **verdicts(c1="pass", c2="fail")})
+    recorded = [
+        e["payload"]
+        for e in events_of(scene.group, "evidence.recorded")
+        if e["actor"] == scene.rita.principal
+    ]
+    assert {(p["criterion"], p["method"], p["result"]["verdict"]) for p in recorded} == {  # type: ignore[index]
+        ("c1", "deterministic", "pass"),
+        ("c2", "human_review", "fail"),
+    }
+    assert wf.state_of(scene.group, scene.item) == "submitted"
+    # the mission owner now sees the reviewer's verdicts beside the others
+    owner_page = logged_in(scene.dash.world.olga).get(scene.url()).content.decode()
+    assert "note on c2: fail" in owner_page
+
+
+def test_an_observer_sees_the_evidence_and_why_they_cannot_judge(scene: Scene) -> None:
+    html = logged_in(scene.dash.maria).get(scene.url()).content.decode()
+    assert "Covers every report" in html
+    assert 'name="verdict-c1"' not in html
+    assert "You cannot judge this submission" in html
+
+
+def test_a_resubmitted_review_form_is_replayed_not_repeated(scene: Scene) -> None:
+    """wire§3 step 5: the page's command id makes a double submit one command."""
+    client = logged_in(scene.rita)
+    fields = {
+        "action": "record",
+        "command_id": "dash-review-twice",
+        **verdicts(c1="pass", c2="pass"),
+    }
+    client.post(scene.url("decide/"), fields)
+    head = wf.head(scene.group)
+    client.post(scene.url("decide/"), fields)
+    assert wf.head(scene.group) == head
+
+
+# --- reservations ----------------------------------------------------------------------------
+
+
+def test_opening_a_review_reserves_it_and_others_see_who_holds_it(scene: Scene) -> None:
+    olga = logged_in(scene.dash.world.olga)
+    response = olga.post(scene.url("reserve/"), HTTP_ACCEPT="application/json")
+    assert response.json() == {"reserved": True}
+    assert "Reserved for you" in olga.get(scene.url()).content.decode()
+    other = logged_in(scene.rita)
+    assert f"{scene.dash.world.olga.principal}</strong> is reviewing" in (
+        other.get(scene.url()).content.decode()
+    )
+    refused = other.post(scene.url("reserve/"), HTTP_ACCEPT="application/json")
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "ILLEGAL_TRANSITION"
+    queue = other.get("/reviews/").content.decode()
+    assert "is-held" in queue
+    assert "Every waiting submission is being reviewed by someone else" in queue
+
+
+def test_start_reviewing_reserves_the_oldest_free_submission_and_opens_it(scene: Scene) -> None:
+    client = logged_in(scene.rita)
+    response = client.post("/reviews/next/")
+    assert response.status_code == 302
+    assert response["Location"] == scene.url()
+    assert "Reserved for you" in client.get(scene.url()).content.decode()
+
+
+def test_skip_releases_the_reservation_and_says_when_nothing_is_left(scene: Scene) -> None:
+    client = logged_in(scene.rita)
+    client.post("/reviews/next/")
+    response = client.post("/reviews/next/", {"group": scene.group, "work_item": scene.item})
+    assert response["Location"] == "/reviews/"
+    olga = logged_in(scene.dash.world.olga)
+    assert "is reviewing" not in olga.get(scene.url()).content.decode()
+
+
+# --- who may see what ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["", "section/"])
+def test_non_members_get_404_for_every_review_page(scene: Scene, suffix: str) -> None:
+    client = logged_in(scene.dash.nina)
+    assert client.get(scene.url(suffix)).status_code == 404
+    assert scene.item not in client.get("/reviews/").content.decode()
+
+
+@pytest.mark.parametrize("suffix", ["decide/", "reserve/", "release/"])
+def test_non_members_get_404_for_every_review_form(scene: Scene, suffix: str) -> None:
+    before = wf.head(scene.group)
+    response = logged_in(scene.dash.nina).post(
+        scene.url(suffix), {"action": "accept", **verdicts(c1="pass", c2="pass")}
+    )
+    assert response.status_code == 404
+    assert wf.head(scene.group) == before
+
+
+def test_a_work_item_never_submitted_has_no_review_page(dash: Dashboard) -> None:
+    world = dash.world
+    item = wf.queued(world, wf.mission(world))
+    response = logged_in(world.olga).get(f"/groups/{world.group}/work-items/{item}/review/")
+    assert response.status_code == 404
+
+
+def test_a_review_post_without_the_csrf_token_is_refused(scene: Scene) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.get(username=scene.dash.world.olga.username))
+    before = wf.head(scene.group)
+    response = client.post(
+        scene.url("decide/"), {"action": "accept", **verdicts(c1="pass", c2="pass")}
+    )
+    assert response.status_code == 403
+    assert wf.head(scene.group) == before

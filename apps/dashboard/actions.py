@@ -15,7 +15,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -79,10 +79,14 @@ def submit_form(
 def refused(request: HttpRequest, error: ProtocolError, back_url: str) -> HttpResponse:
     """A refused form, answered as the refusal's own status class says.
 
+    404 (an id this group does not have) is the site's 404, as for every page of the group.
     403 (the person's role, self-approval, an approval still missing: wire.md §8) is a page
     of its own with status 403 — the screen never offered this person that form, so nothing
     they typed is lost. Anything else (a stale page, a decision someone else made first)
     goes back to the page with the reason shown, where the form is filled in again."""
+    if error.status == 404:
+        # another group's id, or one never written: the page a missing thing gets (wire§4)
+        raise Http404(error.message)
     if error.status == 403:
         return render(
             request, "dashboard/refused.html", {"error": error, "back": back_url}, status=403

@@ -7,7 +7,7 @@ not an active member of is 404, and so is a mission the group does not have.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -21,7 +21,7 @@ from apps.registry.models import Membership
 
 from . import missions, selectors, work
 from .access import access_membership
-from .graph import render_list, render_svg, summary
+from .graph import GraphLayout, layout, render_list, render_svg, summary
 
 #: a placeholder id, swapped for each node's: one ``reverse`` per page, not one per node
 _ID = "__work_item__"
@@ -39,6 +39,21 @@ def work_item_href(group: str) -> Callable[[str], str]:
     return lambda work_item: f"{before}{work_item}{after}"
 
 
+def _graph_markup(
+    group: str, graph: GraphLayout | None, counts: Sequence[tuple[str, int]]
+) -> dict[str, object]:
+    """The graph's picture and its list, or nothing when it is drawn on its own page."""
+    if graph is None:
+        return {"graph_svg": None, "graph_list": None}
+    href = work_item_href(group)
+    label = summary(graph, counts)
+    return {
+        # every text in the graph's markup is escaped by ``graph``
+        "graph_svg": mark_safe(render_svg(graph, href=href, label=label)),  # noqa: S308
+        "graph_list": mark_safe(render_list(graph, href=href)),  # noqa: S308
+    }
+
+
 def _page_context(request: HttpRequest, group: str, mission: str) -> dict[str, object]:
     membership: Membership = access_membership(request, group)
     state = membership.to_state()
@@ -46,15 +61,12 @@ def _page_context(request: HttpRequest, group: str, mission: str) -> dict[str, o
     page = missions.mission_page(group, mission, viewer=viewer, membership=state)
     if page is None:
         raise Http404("no such mission")
-    href = work_item_href(group)
-    label = summary(page.graph, page.counts)
     return {
         "group": membership.group,
         "membership": membership,
         "page": page,
-        # every text in the graph's markup is escaped by ``graph``
-        "graph_svg": mark_safe(render_svg(page.graph, href=href, label=label)),  # noqa: S308
-        "graph_list": mark_safe(render_list(page.graph, href=href)),  # noqa: S308
+        **_graph_markup(group, page.graph, page.counts),
+        "graph_url": reverse("dashboard:mission-graph", args=[group, mission]),
         "return_to": reverse("dashboard:mission", args=[group, mission]),
         # the pieces of the links the page repeats per row, reversed once
         "work_item_base": _base("dashboard:work-item", group),
@@ -92,16 +104,43 @@ def mission_section(request: HttpRequest, group: str, mission: str) -> HttpRespo
 
 @login_required
 @require_safe
+def mission_graph(request: HttpRequest, group: str, mission: str) -> HttpResponse:
+    """The dependency graph of a mission too large to draw inline (``INLINE_GRAPH_LIMIT``):
+    a page of its own, which the mission page also loads into itself after it is shown."""
+    membership = access_membership(request, group)
+    found = missions.mission_graph(group, mission)
+    if found is None:
+        raise Http404("no such mission")
+    row, items = found
+    graph = layout(missions.graph_nodes(items))
+    counts = missions.state_counts(item.state for item in items)
+    return render(
+        request,
+        "dashboard/mission/graph.html",
+        {
+            "group": membership.group,
+            "mission": row,
+            "items": items,
+            "graph": graph,
+            **_graph_markup(group, graph, counts),
+        },
+    )
+
+
+@login_required
+@require_safe
 def mission_final_approval(request: HttpRequest, group: str, mission: str) -> HttpResponse:
     """Every WorkItem with its retained review results, then the approval form — shown only
     when the write path would take this person's ``mission.approve`` now (R13.2-03 step 5,
     R10.2-16, R10.2-22); once approved, who approved, when, and their comment."""
     membership = access_membership(request, group)
+    requested = request.GET.get("page", "1")
     screen = missions.final_approval(
         group,
         mission,
         caller=Caller.for_user(request.user),
         membership=membership.to_state(),
+        page=int(requested) if requested.isdigit() and len(requested) < 7 else 1,
     )
     if screen is None:
         raise Http404("no such mission")
@@ -125,5 +164,6 @@ _MISSION = "groups/<str:group>/missions/<str:mission>/"
 urlpatterns: list[URLPattern] = [
     path(_MISSION, mission_detail, name="mission"),
     path(f"{_MISSION}section/", mission_section, name="mission-section"),
+    path(f"{_MISSION}graph/", mission_graph, name="mission-graph"),
     path(f"{_MISSION}final-approval/", mission_final_approval, name="mission-final-approval"),
 ]

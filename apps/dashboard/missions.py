@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -160,7 +160,7 @@ class MissionPage:
     mission: Mission
     items: tuple[ItemSummary, ...]  # authorisation order
     counts: tuple[tuple[str, int], ...]  # per WorkItem state, in the state table's order
-    graph: GraphLayout
+    graph: GraphLayout | None  # None: too large to draw inline (``INLINE_GRAPH_LIMIT``)
     charts: tuple[BudgetChart, ...]
     parent: MissionRef | None
     children: tuple[MissionRef, ...]
@@ -179,19 +179,24 @@ class MissionPage:
 
     @property
     def progress_rows(self) -> tuple[ItemSummary, ...]:
-        """Items with a report, newest report first, then unfinished ones without one."""
-        reported = sorted(
-            (item for item in self.items if item.progress is not None),
-            key=lambda item: -(item.progress.sequence or 0),  # type: ignore[union-attr]
-        )
-        silent = [item for item in self.items if item.progress is None and item.unfinished]
-        return tuple([*reported, *silent][:PROGRESS_SHOWN])
+        return progress_rows(self.items)
 
     @property
     def progress_hidden(self) -> int:
         shown = len(self.progress_rows)
         candidates = sum(1 for i in self.items if i.progress is not None or i.unfinished)
         return candidates - shown
+
+
+def progress_rows(items: Iterable[ItemSummary]) -> tuple[ItemSummary, ...]:
+    """Items with a report, newest report first, then unfinished ones without one."""
+    items = list(items)
+    reported = sorted(
+        (item for item in items if item.progress is not None),
+        key=lambda item: -(item.progress.sequence or 0),  # type: ignore[union-attr]
+    )
+    silent = [item for item in items if item.progress is None and item.unfinished]
+    return tuple([*reported, *silent][:PROGRESS_SHOWN])
 
 
 # --- saying what is possible -------------------------------------------------------------
@@ -287,16 +292,23 @@ def _shown(*paths: str) -> JSONArray:
     return JSONArray(*transforms)
 
 
-def mission_items(mission: Mission) -> list[ItemSummary]:
+def mission_items(mission: Mission, *, for_graph: bool = True) -> list[ItemSummary]:
     """The mission's WorkItems in authorisation order, each with only the fields the page
-    shows, extracted in the database (one indexed query on ``(group, mission)``)."""
+    shows, extracted in the database (one indexed query on ``(group, mission)``).
+
+    Each path costs the database one decompression of every row's ``data``: without the
+    graph (``for_graph=False``, a mission drawn on its own page) the page needs no
+    ``depends_on``, and the goal only of the items whose progress it lists, read after."""
+    paths = ("contract__goal", "depends_on") if for_graph else ()
     rows = (
         WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
-        .annotate(shown=_shown("contract__goal", "depends_on", "progress", "history__-1__sequence"))
+        .annotate(shown=_shown(*paths, "progress", "history__-1__sequence"))
         .values_list("work_item_id", "state", "shown")
     )
     by_id = {}
-    for item, state, (goal, depends_on, progress, last) in rows:
+    for item, state, shown in rows:
+        goal, depends_on = shown[:2] if for_graph else ("", [])
+        progress, last = shown[-2:]
         by_id[item] = ItemSummary(
             id=item,
             state=state,
@@ -305,8 +317,24 @@ def mission_items(mission: Mission) -> list[ItemSummary]:
             progress=Progress.from_projection(progress),
             last_sequence=last if isinstance(last, int) else 0,
         )
+    if not for_graph:
+        by_id = _with_goals(mission.group_id, by_id)
     ordered = [by_id.pop(item) for item in mission.work_items if item in by_id]
     return [*ordered, *by_id.values()]
+
+
+def _with_goals(group_id: str, items: dict[str, ItemSummary]) -> dict[str, ItemSummary]:
+    """``items`` with the goal of each one the progress list shows (one query by id)."""
+    wanted = [item.id for item in progress_rows(items.values())]
+    goals = dict(
+        WorkItem.objects.filter(group_id=group_id, work_item_id__in=wanted)
+        .annotate(goal=KeyTransform("goal", KeyTransform("contract", "data")))
+        .values_list("work_item_id", "goal")
+    )
+    return {
+        key: replace(item, goal=str(goals[key] or "")) if key in goals else item
+        for key, item in items.items()
+    }
 
 
 def _recorded(group_id: str, sequences: Iterable[int]) -> dict[int, datetime]:
@@ -391,7 +419,7 @@ def mission_timeline(
     )
 
 
-def _state_counts(states: Iterable[str]) -> tuple[tuple[str, int], ...]:
+def state_counts(states: Iterable[str]) -> tuple[tuple[str, int], ...]:
     """How many WorkItems are in each state, in the state table's order (R10.2)."""
     counts = Counter(states)
     ordered = [(state, counts.pop(state)) for state in S.STATES if state in counts]
@@ -409,6 +437,20 @@ def _related_missions(mission: Mission) -> tuple[MissionRef | None, tuple[Missio
     return parent, tuple(MissionRef.parse(child, states) for child in mission.children)
 
 
+#: above this many WorkItems the mission page does not draw the graph inline: the picture
+#: (hundreds of KB) loads on its own, from ``mission_graph``, as a large pull request's
+#: diff does — the page stays quick to load and to refresh live
+INLINE_GRAPH_LIMIT = 200
+
+
+def mission_graph(group_id: str, mission_id: str) -> tuple[Mission, list[ItemSummary]] | None:
+    """The mission and its WorkItems for the graph alone, or ``None`` when there is none."""
+    mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
+    if mission is None:
+        return None
+    return mission, mission_items(mission)
+
+
 def graph_nodes(items: Sequence[ItemSummary]) -> list[GraphNode]:
     return [GraphNode(item.id, item.goal, item.state, item.depends_on) for item in items]
 
@@ -424,15 +466,16 @@ def mission_page(
     mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
     if mission is None:
         return None
-    items = mission_items(mission)
+    inline_graph = len(mission.work_items) <= INLINE_GRAPH_LIMIT
+    items = mission_items(mission, for_graph=inline_graph)
     ending = mission_ending(mission, items)
     parent, children = _related_missions(mission)
     unfinished = [item.id for item in items if item.unfinished]
     return MissionPage(
         mission=mission,
         items=tuple(items),
-        counts=_state_counts(item.state for item in items),
-        graph=layout(graph_nodes(items)),
+        counts=state_counts(item.state for item in items),
+        graph=layout(graph_nodes(items)) if inline_graph else None,
         charts=budget_charts(mission.limits, mission.used, mission.usage_series),
         parent=parent,
         children=children,
@@ -519,6 +562,9 @@ class FinalApproval:
     #: why ``mission.approve`` by this viewer would be refused now, in words ("" if not)
     refusal_text: str
     ending: Ending | None
+    total: int = 0  # WorkItems in the mission; ``items`` is one page of them
+    page: int = 1
+    pages: int = 1
 
     @property
     def is_active(self) -> bool:
@@ -531,6 +577,14 @@ class FinalApproval:
     @property
     def unfinished(self) -> tuple[str, ...]:
         return tuple(item.id for item in self.items if item.unfinished)
+
+    @property
+    def first_shown(self) -> int:
+        return (self.page - 1) * REVIEWS_PER_PAGE + 1 if self.items else 0
+
+    @property
+    def last_shown(self) -> int:
+        return self.first_shown + len(self.items) - 1 if self.items else 0
 
 
 def _criteria(contract_criteria: object, review: object) -> tuple[CriterionView, ...]:
@@ -602,25 +656,28 @@ def _reviewed(fields: tuple[Any, ...]) -> ReviewedItem:
     )
 
 
-def reviewed_items(mission: Mission) -> list[ReviewedItem]:
-    """Each WorkItem with its retained review results, in authorisation order: only the
-    fields shown, extracted in the database."""
-    fields = (
-        WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
-        .annotate(
-            shown=_shown(
-                "contract__goal",
-                "contract__acceptance_criteria",
-                "review",
-                "evidence",
-                "submission",
-                "accepted_review",
-                "failed_review",
-                "approval_log",
-            )
+#: the final-approval screen lists this many WorkItems with their reviews per page
+REVIEWS_PER_PAGE = 50
+
+
+def reviewed_items(mission: Mission, ids: Sequence[str] | None = None) -> list[ReviewedItem]:
+    """Each WorkItem (of ``ids``, or all) with its retained review results, in
+    authorisation order: only the fields shown, extracted in the database."""
+    rows = WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
+    if ids is not None:
+        rows = rows.filter(work_item_id__in=list(ids))
+    fields = rows.annotate(
+        shown=_shown(
+            "contract__goal",
+            "contract__acceptance_criteria",
+            "review",
+            "evidence",
+            "submission",
+            "accepted_review",
+            "failed_review",
+            "approval_log",
         )
-        .values_list("work_item_id", "state", "shown")
-    )
+    ).values_list("work_item_id", "state", "shown")
     by_id = {item: _reviewed((item, state, *shown)) for item, state, shown in fields}
     ordered = [by_id.pop(item) for item in mission.work_items if item in by_id]
     return [*ordered, *by_id.values()]
@@ -641,12 +698,38 @@ def refusal_sentence(refusal: ProtocolError | None, membership: MembershipState 
     return f"{refusal.message} ({refusal.requirement})."
 
 
+def _approval_refusal(
+    group_id: str,
+    mission: Mission,
+    states: dict[str, str],
+    caller: Caller,
+    membership: MembershipState | None,
+) -> str:
+    """Why this person's ``mission.approve`` would be refused now, in words ("" if not).
+
+    The role is judged as the write path judges it (``preview.permitted_by``); while the
+    projection shows unfinished WorkItems the form is not offered and they are named (the
+    decider's R10.2-22, which it judges again on submit); only then is the whole command
+    previewed — which reads every WorkItem, too slow to ask of a mission still running."""
+    if "mission.approve" not in preview.permitted_by(caller, membership, ["mission.approve"]):
+        return who_may("mission.approve", "approve", membership)
+    unfinished = [item for item in mission.work_items if states.get(item) in S.UNFINISHED]
+    if unfinished:
+        return (
+            f"{unfinished_sentence(unfinished)} The mission can be approved once every "
+            "WorkItem has ended (R10.2-22)."
+        )
+    body = {"mission": mission.mission_id, "comment": ""}
+    return refusal_sentence(preview.refusal(caller, group_id, "mission.approve", body), membership)
+
+
 def final_approval(
     group_id: str,
     mission_id: str,
     *,
     caller: Caller,
     membership: MembershipState | None,
+    page: int = 1,
 ) -> FinalApproval | None:
     """The final-approval screen's contents, or ``None`` when the group has no such mission.
 
@@ -657,12 +740,18 @@ def final_approval(
     mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
     if mission is None:
         return None
-    items = reviewed_items(mission)
-    if mission.state == MissionStatus.ACTIVE:
-        body = {"mission": mission_id, "comment": ""}
-        refusal = refusal_sentence(
-            preview.refusal(caller, group_id, "mission.approve", body), membership
+    rows = dict(
+        WorkItem.objects.filter(group_id=group_id, mission=mission_id).values_list(
+            "work_item_id", "state"
         )
+    )
+    states = list(rows.values())
+    pages = max(1, -(-len(mission.work_items) // REVIEWS_PER_PAGE))
+    page = min(max(page, 1), pages)
+    start = (page - 1) * REVIEWS_PER_PAGE
+    items = reviewed_items(mission, mission.work_items[start : start + REVIEWS_PER_PAGE])
+    if mission.state == MissionStatus.ACTIVE:
+        refusal = _approval_refusal(group_id, mission, rows, caller, membership)
         ending = None
     else:
         refusal = f"This mission is {mission.state}: there is nothing left to approve."
@@ -670,7 +759,10 @@ def final_approval(
     return FinalApproval(
         mission=mission,
         items=tuple(items),
-        counts=_state_counts(item.state for item in items),
+        counts=state_counts(states),
         refusal_text=refusal,
         ending=ending,
+        total=len(states),
+        page=page,
+        pages=pages,
     )

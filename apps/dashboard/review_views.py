@@ -9,7 +9,6 @@ dashboard page, a group the person is not an active member of is 404.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from django.contrib import messages
@@ -25,7 +24,7 @@ from missionweave.protocol.timefmt import parse_timestamp
 
 from . import review, selectors
 from .access import access_membership
-from .actions import new_command_id, refused, show_refusal
+from .actions import new_command_id, refused
 from .review_forms import ReviewSubmission, parse_review, review_payload
 
 
@@ -245,8 +244,9 @@ def review_decide(request: HttpRequest, group: str, work_item: str) -> HttpRespo
 
 
 def _release(request: HttpRequest, group: str, work_item: str) -> None:
-    """Give the reservation back (when the person holds it); nothing to say otherwise."""
-    with contextlib.suppress(ProtocolError):
+    """Give the reservation back when the person holds it; there is nothing to say when they
+    do not (it ran out, or was never theirs). An id this group does not have is 404."""
+    try:
         submit_as_human(
             caller=_caller(request),
             group_id=group,
@@ -254,6 +254,9 @@ def _release(request: HttpRequest, group: str, work_item: str) -> None:
             body={"work_item": work_item},
             command_id=new_command_id(),
         )
+    except ProtocolError as error:
+        if error.status == 404:
+            raise Http404(error.message) from None
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -274,9 +277,10 @@ def review_reserve(request: HttpRequest, group: str, work_item: str) -> HttpResp
             {"reserved": False, "code": refusal.code.value, "message": refusal.message},
             status=409 if refusal.code.value == "ILLEGAL_TRANSITION" else 403,
         )
+    back = reverse("dashboard:review", args=[group, work_item])
     if refusal is not None:
-        show_refusal(request, refusal)
-    return HttpResponseRedirect(reverse("dashboard:review", args=[group, work_item]))
+        return refused(request, refusal, back)
+    return HttpResponseRedirect(back)
 
 
 @login_required

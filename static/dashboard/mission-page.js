@@ -37,6 +37,33 @@ function keepGraphScroll(root) {
   }
 }
 
+// A large mission's graph is not drawn inline: fetch its own page and put the graph in the
+// placeholder (again after each refresh, showing the last one fetched meanwhile).
+let lastGraph = null;
+
+async function loadGraph(root) {
+  const slot = root.querySelector("#graph-deferred");
+  if (!slot) return;
+  if (lastGraph) slot.replaceChildren(lastGraph.cloneNode(true));
+  try {
+    const response = await fetch(slot.dataset.graphUrl, {
+      credentials: "same-origin",
+      headers: { Accept: "text/html" },
+    });
+    if (!response.ok) return;
+    const holder = document.createElement("template");
+    holder.innerHTML = await response.text();
+    const graph = holder.content.getElementById("graph-body");
+    if (!graph || !slot.isConnected) return;
+    lastGraph = graph;
+    slot.replaceChildren(graph.cloneNode(true));
+    keepGraphScroll(slot);
+    rememberWorkItems(slot);
+  } catch {
+    // offline: the link in the placeholder still opens the graph
+  }
+}
+
 const body = new LiveSection({
   elementId: "mission-body",
   families: data.families,
@@ -48,8 +75,11 @@ const body = new LiveSection({
   onSwap: (fresh) => {
     keepGraphScroll(fresh);
     rememberWorkItems(fresh);
+    loadGraph(fresh);
   },
 });
+
+loadGraph(document);
 
 followWhileShown(
   new GroupStream({

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from apps.dashboard import missions
 from apps.work import reviews
 from apps.work.tasks import STORE
 from tests.dashboard import workflows as wf
@@ -149,6 +150,49 @@ def test_the_dependency_graph_is_an_svg_whose_nodes_link_to_their_work_items(
     assert f"{second} open — Summarise the incident reports of November; waits for {first}" in (
         listed
     )
+
+
+def test_a_large_mission_draws_its_graph_on_a_page_of_its_own(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``INLINE_GRAPH_LIMIT`` WorkItems the mission page links the graph (which its
+    script loads into the page) instead of drawing hundreds of KB inline."""
+    monkeypatch.setattr(missions, "INLINE_GRAPH_LIMIT", 1)
+    world = scene.dash.world
+    first = wf.authorize(world, scene.mission)
+    second = wf.authorize(world, scene.mission, depends_on=(first,))
+    client = logged_in(scene.dash.maria)
+    html = page(client, scene.url())
+    deferred = element(html, "id", "graph-deferred")
+    assert f'href="{scene.url("graph/")}"' in deferred
+    assert 'class="graph"' not in html
+    graph = page(client, scene.url("graph/"))
+    for item in (first, second):
+        assert f'href="/groups/{scene.group}/work-items/{item}/"' in element(
+            graph, "class", "graph-links"
+        )
+    assert f"waits for {first}" in text(element(graph, "class", "graph-list"))
+
+
+def test_the_final_approval_screen_pages_its_reviews_and_counts_them_all(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large mission's reviews come a page at a time; the counts and the unfinished
+    WorkItems that keep it from approval (R10.2-22) are the whole mission's."""
+    monkeypatch.setattr(missions, "REVIEWS_PER_PAGE", 1)
+    world = scene.dash.world
+    first = wf.authorize(world, scene.mission)
+    second = wf.authorize(world, scene.mission)
+    client = logged_in(world.olga)
+    one = page(client, scene.url("final-approval/"))
+    two = page(client, scene.url("final-approval/") + "?page=2")
+    assert "WorkItems 1–1 of 2" in one
+    assert f'data-work-item="{first}"' in one
+    assert f'data-work-item="{second}"' not in one
+    assert f'data-work-item="{second}"' in two
+    assert "2 WorkItems are not finished" in one
+    beyond = page(client, scene.url("final-approval/") + "?page=99")  # the last page
+    assert f'data-work-item="{second}"' in beyond
 
 
 def test_a_mission_without_work_items_says_what_would_appear(scene: Scene) -> None:
@@ -459,14 +503,14 @@ def test_final_approval_tells_a_reviewer_that_only_mission_owners_approve(scene:
 # --- access -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suffix", ["", "section/", "final-approval/"])
+@pytest.mark.parametrize("suffix", ["", "section/", "final-approval/", "graph/"])
 def test_every_mission_route_is_404_for_a_non_member(scene: Scene, suffix: str) -> None:
     """wire§4: a group's pages never tell a non-member what it holds."""
     response = logged_in(scene.dash.nina).get(scene.url(suffix))
     assert response.status_code == 404
 
 
-@pytest.mark.parametrize("suffix", ["", "section/", "final-approval/"])
+@pytest.mark.parametrize("suffix", ["", "section/", "final-approval/", "graph/"])
 def test_every_mission_route_is_404_for_a_mission_the_group_does_not_have(
     scene: Scene, suffix: str
 ) -> None:

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.db.models.fields.json import KeyTransform
@@ -172,16 +173,17 @@ class MissionPage:
     def is_active(self) -> bool:
         return self.mission.state == MissionStatus.ACTIVE
 
-    @property
+    @cached_property
     def unfinished(self) -> tuple[str, ...]:
         """The WorkItems that keep the mission from being approved (R10.2-22)."""
         return tuple(item.id for item in self.items if item.unfinished)
 
-    @property
+    @cached_property
     def progress_rows(self) -> tuple[ItemSummary, ...]:
+        """Asked several times by the page: sorted once (a page is rendered once)."""
         return progress_rows(self.items)
 
-    @property
+    @cached_property
     def progress_hidden(self) -> int:
         shown = len(self.progress_rows)
         candidates = sum(1 for i in self.items if i.progress is not None or i.unfinished)

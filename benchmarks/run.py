@@ -23,6 +23,12 @@ Their raw figures go to ``var/benchmarks/stream.json`` and ``replay.json``.
 uvicorn, against ``sha256sum`` of the same file) in its own database
 ``BENCH_ARTIFACTS_DATABASE_URL`` (default ``mw_bench_artifacts``); raw figures go to
 ``var/benchmarks/artifacts.json``.
+
+``--only dashboard`` measures section 10 (the dashboard's server time, in-process, with a
+1,000-item mission in a 1,000,000-event group) in its own database
+``BENCH_DASHBOARD_DATABASE_URL`` (default ``mw_bench_dashboard``), built once and reused
+while it checks out; its artifacts go to ``var/benchmarks/dashboard-artifacts``; raw
+figures to ``var/benchmarks/dashboard.json``.
 """
 
 from __future__ import annotations
@@ -35,10 +41,11 @@ import sys
 
 import django
 
-from .config import BenchConfig, load_config
+from .config import ROOT, BenchConfig, load_config
 
 REPLAY_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_replay"
 ARTIFACTS_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_artifacts"
+DASHBOARD_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/mw_bench_dashboard"
 
 #: the module that runs each choice of ``--only`` (``None``: the full run). Each imports the
 #: project's models, which exist only once Django is set up for the database it measures, so
@@ -49,6 +56,7 @@ RUNS = {
     "stream": "benchmarks.run_stream",
     "replay": "benchmarks.run_stream",
     "artifacts": "benchmarks.artifacts",
+    "dashboard": "benchmarks.dashboard",
 }
 
 
@@ -86,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.only == "artifacts":  # its own database: it never resets the main benchmark's
         artifacts_url = os.environ.get("BENCH_ARTIFACTS_DATABASE_URL", ARTIFACTS_DATABASE_URL)
         config = dataclasses.replace(config, database_url=artifacts_url)
+    if args.only == "dashboard":  # its own database, kept between runs, and artifact store
+        default = DASHBOARD_DATABASE_URL + ("_quick" if args.quick else "")
+        dashboard_url = os.environ.get("BENCH_DASHBOARD_DATABASE_URL", default)
+        config = dataclasses.replace(config, database_url=dashboard_url)
+        artifacts = ROOT / "var" / "benchmarks" / "dashboard-artifacts"
+        os.environ.setdefault("MWP_ARTIFACT_DIR", str(artifacts))
     _setup_django(config)
 
     config.output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The full run (``make bench``): every (groups, clients) cell, batches, the per-step
-breakdown and the sweep, then the whole report; sections 7 and 8 are carried over from the
-last ``--only stream`` / ``--only replay`` run."""
+breakdown and the sweep, then the whole report; sections 7 to 10 are carried over from the
+last ``--only stream`` / ``replay`` / ``artifacts`` / ``dashboard`` run."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from apps.ledger.models import Event
 from . import ceilings
 from .breakdown import measure_breakdown
 from .config import ROOT, BenchConfig
+from .dashboard_report import carry_over_dashboard
 from .facts import load_average
 from .fresh import fresh_results, log
 from .http_load import measure_http, measure_http_batch
@@ -129,7 +130,8 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
     results = measure(config, command)
     document = render(results)
     if config.output.exists():
-        document = carry_over(config.output.read_text(), document)
+        old = config.output.read_text()
+        document = carry_over_dashboard(old, carry_over(old, document))
     config.output.write_text(document)
     results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))
     log(f"wrote {config.output}")

@@ -21,7 +21,7 @@ from apps.ledger.write_path import Caller, Outcome
 from . import approvals, selectors, work
 from .access import access_membership
 from .actions import submit_form
-from .forms import RefuseExecutionForm
+from .forms import RefuseExecutionForm, revision_decision
 
 
 def _context(request: HttpRequest, group: str, work_item: str) -> dict[str, Any]:
@@ -81,11 +81,7 @@ def approval_refuse(request: HttpRequest, group: str, work_item: str) -> HttpRes
         form=RefuseExecutionForm(request.POST),
         what="refusal",
         type_=approvals.REFUSE_EXECUTION,
-        body=lambda data: {
-            "work_item": work_item,
-            "contract_revision": data["contract_revision"],
-            "comment": data["comment"],
-        },
+        body=revision_decision(work_item),
         confirm=_refused,
     )
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
 
 from missionweave.protocol.identifiers import ID_PATTERN
@@ -66,3 +69,13 @@ class RefuseExecutionForm(forms.Form):
         error_messages={"required": "a refusal says why: write what must change (R10.2-06)"},
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Why it must not run (required)"}),
     )
+
+
+def revision_decision(work_item: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The body of a decision on the revision a page showed — a grant or a refusal of
+    execution (R10.2-06): the WorkItem, that revision, and the person's comment."""
+    return lambda data: {
+        "work_item": work_item,
+        "contract_revision": data["contract_revision"],
+        "comment": data["comment"],
+    }

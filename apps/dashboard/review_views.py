@@ -63,19 +63,26 @@ def review_queue_section(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/review/queue-section.html", _queue_context(request))
 
 
-def _reserve(request: HttpRequest, group: str, work_item: str) -> ProtocolError | None:
-    """Reserve ``work_item``'s review for the person (advisory, expiring by itself)."""
+def _as_person(
+    request: HttpRequest, group: str, type_: str, work_item: str
+) -> ProtocolError | None:
+    """``type_`` on ``work_item`` as the person, a fresh command; the refusal, if any."""
     try:
         submit_as_human(
             caller=_caller(request),
             group_id=group,
-            type_=review.RESERVE,
+            type_=type_,
             body={"work_item": work_item},
             command_id=new_command_id(),
         )
-    except ProtocolError as refused:
-        return refused
+    except ProtocolError as refusal:
+        return refusal
     return None
+
+
+def _reserve(request: HttpRequest, group: str, work_item: str) -> ProtocolError | None:
+    """Reserve ``work_item``'s review for the person (advisory, expiring by itself)."""
+    return _as_person(request, group, review.RESERVE, work_item)
 
 
 def _open_next(
@@ -246,17 +253,9 @@ def review_decide(request: HttpRequest, group: str, work_item: str) -> HttpRespo
 def _release(request: HttpRequest, group: str, work_item: str) -> None:
     """Give the reservation back when the person holds it; there is nothing to say when they
     do not (it ran out, or was never theirs). An id this group does not have is 404."""
-    try:
-        submit_as_human(
-            caller=_caller(request),
-            group_id=group,
-            type_=review.RELEASE,
-            body={"work_item": work_item},
-            command_id=new_command_id(),
-        )
-    except ProtocolError as error:
-        if error.status == 404:
-            raise Http404(error.message) from None
+    refusal = _as_person(request, group, review.RELEASE, work_item)
+    if refusal is not None and refusal.status == 404:
+        raise Http404(refusal.message)
 
 
 def _wants_json(request: HttpRequest) -> bool:

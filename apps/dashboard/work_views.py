@@ -21,7 +21,7 @@ from apps.registry.models import Membership
 from . import selectors, work
 from .access import access_membership
 from .actions import submit_form
-from .forms import GrantExecutionForm
+from .forms import GrantExecutionForm, revision_decision
 
 
 def _viewer(request: HttpRequest, membership: Membership) -> work.Viewer:
@@ -109,10 +109,6 @@ def work_item_approve(request: HttpRequest, group: str, work_item: str) -> HttpR
         form=GrantExecutionForm(request.POST),
         what="approval",
         type_=work.GRANT_EXECUTION,
-        body=lambda data: {
-            "work_item": work_item,
-            "contract_revision": data["contract_revision"],
-            "comment": data["comment"],
-        },
+        body=revision_decision(work_item),
         confirm=_approved,
     )

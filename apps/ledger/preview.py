@@ -25,12 +25,12 @@ from missionweave.protocol.authorization import authorize
 from missionweave.protocol.commands import COMMANDS, PUBLIC_COMMAND_TYPES, CommandSpec
 from missionweave.protocol.envelope import human_envelope
 from missionweave.protocol.errors import ProtocolError
-from missionweave.protocol.facts import Command, StateKey
+from missionweave.protocol.facts import StateKey
 from missionweave.protocol.memberships import Membership, current_epoch, membership_key
 
 from .head import authority_now, committed_head
 from .projections import load_view
-from .write_path import Caller, human_document, judge, verify
+from .write_path import Caller, command_of, human_document, judge, verify
 
 #: the command id of a previewed command: never recorded, so it meets no idempotency record
 PREVIEW_COMMAND_ID = "preview"
@@ -135,18 +135,7 @@ def refusals(
         try:
             envelope = verify(group_id, document, caller, admin=False).envelope
             spec.validate(envelope.body)
-            command = Command(
-                id=envelope.id,
-                type=envelope.type,
-                group=group_id,
-                actor=envelope.actor,
-                body=envelope.body,
-                now=now,
-                session_epoch=envelope.session_epoch,
-                actor_roles=roles,
-                extensions=envelope.extensions,
-                head_sequence=head,
-            )
+            command = command_of(envelope, group_id, roles=roles, now=now, head_sequence=head)
             view = {key: loaded[key] for key in spec.keys(command, {}) if key in loaded}
             if spec.keys(command, view) - view.keys():
                 answers.append(refusal(caller, group_id, type_, body))

@@ -463,7 +463,22 @@ def judge(
     if spec.other_groups is not None:
         actor = envelope.actor if caller.kind != "authority" else None
         _require_groups(spec, envelope.body, group_id=group_id, actor=actor)
-    command = Command(
+    command = command_of(envelope, group_id, roles=roles, now=now, head_sequence=head_sequence)
+    view = _load_what_decide_reads(spec, command)
+    return view, decider.decide(view, command)
+
+
+def command_of(
+    envelope: Envelope,
+    group_id: str,
+    *,
+    roles: frozenset[str],
+    now: datetime,
+    head_sequence: int,
+) -> Command:
+    """The command ``decide`` judges: the verified envelope, with the sender's roles in the
+    group and the authority's clock and head at the time of judging."""
+    return Command(
         id=envelope.id,
         type=envelope.type,
         group=group_id,
@@ -475,8 +490,6 @@ def judge(
         extensions=envelope.extensions,
         head_sequence=head_sequence,
     )
-    view = _load_what_decide_reads(spec, command)
-    return view, decider.decide(view, command)
 
 
 def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, Any]:

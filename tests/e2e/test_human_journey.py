@@ -262,7 +262,9 @@ def test_approve_execute_review_and_approve_a_mission_in_the_browser(
         expect(rita.locator("#flash")).to_contain_text("Accepted the result")
 
         # olga's mission page, open all along, shows the item verified without a reload
-        expect(olga.locator("#mission-body")).to_contain_text("verified", timeout=LIVE_MS)
+        node = olga.locator(f"#mission-body .graph__node[data-work-item='{item}']")
+        expect(node).to_have_attribute("data-state", "verified", timeout=LIVE_MS)
+        expect(olga.locator("#mission-body li[data-state='verified']")).to_contain_text("1")
         check_screen(olga, "journey-08-mission-page")
 
         # --- the owner reads every retained review and approves the mission ---------------------

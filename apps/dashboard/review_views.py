@@ -112,7 +112,8 @@ def _open_next(
 @login_required
 @require_POST
 def review_next(request: HttpRequest) -> HttpResponseRedirect:
-    """ "Start reviewing" and "Skip": the next free submission, reserved for the person."""
+    """The queue's Start button and the review's Skip: the next free submission, reserved
+    for the person (Skip gives the one it leaves back first)."""
     group = request.POST.get("group", "")
     work_item = request.POST.get("work_item", "")
     if group and work_item:

@@ -144,6 +144,12 @@ def test_a_mission_owner_accepts_with_the_verdicts_and_their_notes(scene: Scene)
         "c1": "note on c1: pass",
         "c2": "note on c2: pass",
     }
+    # the notes are shown wherever the decision is: its review page and the WorkItem page
+    for path in (scene.url(), f"/groups/{scene.group}/work-items/{scene.item}/"):
+        shown = client.get(path).content.decode()
+        assert "Result accepted" in shown
+        assert "note on c2: pass" in shown
+        assert "good work" in shown
 
 
 def test_accepting_with_a_failing_verdict_is_refused_before_anything_is_sent(
@@ -185,6 +191,9 @@ def test_sending_back_fails_the_item_with_the_verdicts_as_evidence(scene: Scene)
     assert evidence["c2"]["result"]["data"] == {"review_verdict": "needs_changes"}
     assert evidence["c2"]["result"]["summary"] == "note on c2: needs_changes"
     assert evidence["c2"]["producer"] == scene.dash.world.olga.principal
+    shown = client.get(f"/groups/{scene.group}/work-items/{scene.item}/").content.decode()
+    assert "Sent back" in shown
+    assert "note on c2: needs_changes" in shown
 
 
 def test_a_reviewer_who_may_not_accept_records_verdicts_as_evidence(scene: Scene) -> None:

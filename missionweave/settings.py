@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "apps.api.middleware.ApiErrorMiddleware",
+    # the dashboard's bare 400 and 405 answers as styled pages (never under /api/)
+    "apps.dashboard.middleware.StyledErrorsMiddleware",
 ]
 
 ROOT_URLCONF = "missionweave.urls"

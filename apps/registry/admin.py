@@ -4,6 +4,7 @@ group log and change only through membership commands (the admin API or the dash
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.models import Group as PermissionGroup
 
 from apps.ledger.admin import ReadOnlyAdmin
 
@@ -18,9 +19,22 @@ from .models import (
     Organization,
 )
 
+# One "Groups" entry in admin, and it means MWP groups: Django's permission groups are not
+# used by this product (roles are MWP memberships), so their entry would only mislead.
+admin.site.unregister(PermissionGroup)
+
+
+class NoDeleteAdmin(admin.ModelAdmin):
+    """Rows the log's history stands on: an organisation owns groups and agents (PROTECT),
+    a group's log is append-only, an agent's keys verify the commands it signed. Admin never
+    offers a Delete that could only fail, or succeed by breaking the history."""
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(NoDeleteAdmin):
     list_display = ("id", "name", "created_at")
     search_fields = ("id", "name")
 
@@ -39,7 +53,7 @@ class AgentCardInline(admin.TabularInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(NoDeleteAdmin):
     list_display = ("id", "organization", "session_epoch", "created_at")
     search_fields = ("id",)
     readonly_fields = ("session_epoch",)
@@ -62,7 +76,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(Group)
-class GroupAdmin(admin.ModelAdmin):
+class GroupAdmin(NoDeleteAdmin):
     list_display = ("id", "name", "organization", "created_at")
     search_fields = ("id", "name")
 

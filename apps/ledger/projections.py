@@ -86,6 +86,15 @@ def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
     return view
 
 
+def owned_ids(group_id: str, kind: str, owner: str, states: Collection[str]) -> tuple[str, ...]:
+    """The ids of ``kind`` aggregates ``owner`` owns in ``states``, ascending: what a
+    membership revocation fences (wire.md §4). Reads the projection's ``owner`` and ``state``
+    columns (the (group, state) index narrows it)."""
+    projection = _PROJECTIONS[kind]
+    rows = projection.model.objects.filter(group_id=group_id, owner=owner, state__in=states)
+    return tuple(sorted(rows.values_list(projection.id_field, flat=True)))
+
+
 def save_aggregates(
     group_id: str,
     state: Mapping[StateKey, Any],

@@ -24,7 +24,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from missionweave.protocol import decider, offline
+from missionweave.protocol import decider, offline, states
 from missionweave.protocol.artifacts.outputs import MAX_SCHEMA_OUTPUT_BYTES
 from missionweave.protocol.authorization import authorize
 from missionweave.protocol.commands import (
@@ -49,7 +49,7 @@ from . import agents, artifacts, capabilities, outbox, reactions, signatures
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
-from .projections import load_view, save_aggregates
+from .projections import load_view, owned_ids, save_aggregates
 
 logger = logging.getLogger(__name__)
 CallerKind = Literal["agent", "user", "authority"]
@@ -505,13 +505,16 @@ def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, An
 
 
 #: view keys that are not projections of this group's log, and who answers them
-_OUTSIDE_THE_LOG = ("stored_artifact", "artifact_bytes", "agent_card", "agent_keys")
+_OUTSIDE_THE_LOG = ("stored_artifact", "artifact_bytes", "agent_card", "agent_keys", "owned_items")
+#: the WorkItem states a membership revocation fences at once (wire.md §4, R11.5-01)
+_FENCED_STATES = (states.QUEUED, states.ACTIVE)
 
 
 def _load_keys(command: Command, keys: set[Any]) -> dict[Any, Any]:
     """The projections at ``keys``, plus what the store and the registry say, which no log
     records: the artifacts the sender may name (wire.md §9), the verified bytes of outputs
-    with a schema (R13.2-03), an agent's current card version and keys (R13.1-03)."""
+    with a schema (R13.2-03), an agent's current card version and keys (R13.1-03), the
+    WorkItems a member owns, which a revocation fences (wire.md §4)."""
     outside = {key for key in keys if key[0] in _OUTSIDE_THE_LOG}
     view = load_view(command.group, keys - outside)
     digests = [ident for kind, ident in outside if kind == "stored_artifact"]
@@ -523,6 +526,8 @@ def _load_keys(command: Command, keys: set[Any]) -> dict[Any, Any]:
             view[(kind, ident)] = _read_output(ident)
         elif kind == "agent_card":
             view[(kind, ident)] = agents.directory().card_version(ident)
+        elif kind == "owned_items":  # a query of the WorkItem projection, not an aggregate
+            view[(kind, ident)] = owned_ids(command.group, "work_item", ident, _FENCED_STATES)
         elif kind == "agent_keys":
             agent_id = ident.removeprefix("agent:")
             view[(kind, ident)] = (

@@ -20,7 +20,7 @@ from missionweave.protocol import memberships as membership_rules
 from missionweave.protocol.canonical import canonical_bytes, without
 from missionweave.protocol.envelope import check_clock_skew
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.identifiers import agent_principal
+from missionweave.protocol.identifiers import agent_principal, parse_principal
 from missionweave.protocol.signing import parse_public_key, verify
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.validation import check_fields, check_id, check_text, malformed
@@ -152,24 +152,52 @@ def group_create(*, body: dict[str, Any]) -> tuple[Group, bool]:
 # --- memberships (admin commands through the write path) ---------------------------------
 
 
-def membership_grant(*, group_id: str, admin: Caller, body: object) -> Outcome:
-    """Grant roles, or replace an existing member's roles (``membership.granted``/``changed``)."""
+def membership_grant(
+    *, group_id: str, admin: Caller, body: object, command_id: str | None = None
+) -> Outcome:
+    """Grant roles, or replace an existing member's roles (``membership.granted``/``changed``).
+
+    ``command_id`` is a dashboard form's own (a resubmitted form is a replay); the admin
+    endpoints mint a fresh one."""
     if not isinstance(body, dict):
         raise malformed("the body is an object", "$", "wire§4")
-    return _admin_command(admin, group_id, membership_rules.GRANT, body)
+    if admin.is_staff:  # a non-staff caller is FORBIDDEN by the write path, whoever it names
+        membership_rules.validate_grant(body)
+        _check_principal_exists(body["principal"])
+    return _admin_command(admin, group_id, membership_rules.GRANT, body, command_id)
 
 
-def membership_revoke(*, group_id: str, admin: Caller, principal: str) -> Outcome:
-    return _admin_command(admin, group_id, membership_rules.REVOKE, {"principal": principal})
+def _check_principal_exists(principal: str) -> None:
+    """Roles go only to someone who exists (issue 13 §1): a person is a Django user of that
+    name, an agent a registered agent; otherwise NOT_FOUND (wire§4). Checked here, in the
+    service every membership grant goes through (API and dashboard), because the pure
+    decision sees only the group's log, which does not know the directory."""
+    kind, name = parse_principal(principal)
+    if kind == "user":
+        exists = get_user_model().objects.filter(username=name).exists()
+    else:
+        exists = Agent.objects.filter(pk=name).exists()
+    if not exists:
+        raise _not_found("principal", principal, "$.principal")
 
 
-def _admin_command(admin: Caller, group_id: str, type_: str, body: dict[str, Any]) -> Outcome:
+def membership_revoke(
+    *, group_id: str, admin: Caller, principal: str, command_id: str | None = None
+) -> Outcome:
+    return _admin_command(
+        admin, group_id, membership_rules.REVOKE, {"principal": principal}, command_id
+    )
+
+
+def _admin_command(
+    admin: Caller, group_id: str, type_: str, body: dict[str, Any], command_id: str | None = None
+) -> Outcome:
     return submit_as_human(
         caller=admin,
         group_id=group_id,
         type_=type_,
         body=body,
-        command_id=f"admin-{uuid.uuid4().hex}",
+        command_id=command_id or f"admin-{uuid.uuid4().hex}",
         admin=True,
     )
 

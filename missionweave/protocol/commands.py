@@ -292,7 +292,7 @@ _SPECS = (
         memberships.REVOKE,
         frozenset(),
         memberships.validate_revoke,
-        memberships.keys_of_principal,
+        memberships.keys_of_revoke,
         memberships.decide_revoke,
         staff_only=True,
     ),

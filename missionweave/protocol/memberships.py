@@ -16,6 +16,8 @@ from .evolvers import REGISTRY, evolves
 from .facts import Command, Decision, Fact, NewEvent, StateKey, View
 from .identifiers import ROLES
 from .validation import check_fields, check_principal, malformed
+from .work.items import WorkItem, work_item_key
+from .work.leases import fenced_by_revocation, revocation_events
 
 GRANT = "membership.grant"
 REVOKE = "membership.revoke"
@@ -71,14 +73,37 @@ def validate_revoke(body: dict[str, Any]) -> None:
     check_principal(body["principal"], "$.principal")
 
 
+def owned_items_key(principal: str) -> StateKey:
+    """The ids of the WorkItems ``principal`` owns in the group (active or queued), ascending.
+
+    Not an aggregate of the log but a query of the WorkItem projection (its ``owner`` and
+    ``state`` columns), which the write path answers; the decision re-checks every item it
+    names, so the list only says which items to load."""
+    return ("owned_items", principal)
+
+
 def keys_of_principal(command: Command, view: View) -> set[StateKey]:
     return {membership_key(command.body["principal"])}
+
+
+def keys_of_revoke(command: Command, view: View) -> set[StateKey]:
+    """The membership, the member's owned items, then (second round) those items: a
+    revocation fences them in the same transaction (wire.md §4, R11.5-01)."""
+    principal = command.body["principal"]
+    keys = {membership_key(principal), owned_items_key(principal)}
+    keys.update(work_item_key(ident) for ident in view.get(owned_items_key(principal)) or ())
+    return keys
 
 
 def decide_grant(view: View, command: Command) -> Decision:
     principal = command.body["principal"]
     roles = check_roles(command.body["roles"])
     current: Membership | None = view.get(membership_key(principal))
+    if current is not None and current.active and tuple(sorted(current.roles)) == roles:
+        # Re-granting the roles a member already holds changes nothing: no event, no new
+        # epoch (issue 13 §1), answered like a change with the current epoch.
+        kept = {"principal": principal, "roles": list(roles), "epoch": current.epoch}
+        return Decision([], kept, status=200)
     epoch = (current.epoch if current else 0) + 1
     payload = {"principal": principal, "roles": list(roles), "epoch": epoch}
     result = {"principal": principal, "roles": list(roles), "epoch": epoch}
@@ -98,11 +123,13 @@ def decide_revoke(view: View, command: Command) -> Decision:
             details={"principal": principal},
         )
     epoch = current.epoch + 1
-    return Decision(
-        [NewEvent("membership.revoked", {"principal": principal, "epoch": epoch})],
-        {"principal": principal, "epoch": epoch},
-        status=200,
-    )
+    events = [NewEvent("membership.revoked", {"principal": principal, "epoch": epoch})]
+    for ident in sorted(view.get(owned_items_key(principal)) or ()):
+        item: WorkItem | None = view.get(work_item_key(ident))
+        if item is None or not fenced_by_revocation(item, principal):
+            continue  # the projection query is a hint; the item itself decides
+        events.extend(revocation_events(item, principal, epoch, command.now))
+    return Decision(events, {"principal": principal, "epoch": epoch}, status=200)
 
 
 MEMBERSHIP = REGISTRY.aggregate(

@@ -111,6 +111,7 @@ def test_membership_events_are_recorded_with_the_admin_as_actor(
     api: APIClient, world: World
 ) -> None:
     """wire§4/§6: membership.granted/changed/revoked in the group's log, actor user:<admin>."""
+    human("zoe")  # roles go only to someone who exists (issue 13 §1)
     before = head_sequence(world.group)
     token = world.alice.token
     post(api, membership_path(world.group), {"principal": "user:zoe", "roles": ["observer"]}, token)
@@ -196,6 +197,7 @@ def test_admin_endpoints_need_a_staff_api_token(
 def test_a_second_staff_user_is_an_admin_too(api: APIClient, world: World) -> None:
     """wire§4: `api_token <user> --staff` tokens are admin tokens; the actor is that admin."""
     bob = human("bob", staff=True)
+    human("zoe")
     body = {"principal": "user:zoe", "roles": ["observer"]}
     json_of(post(api, membership_path(world.group), body, bob.token), 201)
     last = json_of(get(api, f"/groups/{world.group}/events", world.olga.token), 200)["events"][-1]

@@ -136,6 +136,8 @@ class Model:
     members: dict[str, tuple[tuple[str, ...], int, bool]] = field(default_factory=dict)
     missions: set[str] = field(default_factory=set)
     events: int = 0
+    #: accepted commands that appended nothing (a re-grant of the same roles)
+    silent: int = 0
 
     def epoch(self, principal: str) -> int:
         return self.members.get(principal, ((), 0, False))[1]
@@ -161,6 +163,10 @@ class Model:
     def grant(self, grant: Grant) -> ErrorCode | None:
         if not grant.roles:
             return ErrorCode.MALFORMED
+        current = self.members.get(grant.principal)
+        if current is not None and current[2] and sorted(current[0]) == sorted(grant.roles):
+            self.silent += 1  # re-granting the same roles appends nothing (issue 13 §1)
+            return None
         self.members[grant.principal] = (grant.roles, self.epoch(grant.principal) + 1, True)
         self.events += 1
         return None
@@ -311,8 +317,9 @@ class Run:
         assert not CommandRecord.objects.filter(
             group_id=self.group, command_id__in=refused
         ).exists()
-        assert CommandRecord.objects.filter(group_id=self.group).count() == len(
-            {d["command_id"] for d in documents}
+        assert (
+            CommandRecord.objects.filter(group_id=self.group).count()
+            == len({d["command_id"] for d in documents}) + self.model.silent
         )
 
 

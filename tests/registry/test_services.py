@@ -222,7 +222,7 @@ def test_membership_changes_are_events_by_the_admin_with_rising_epochs(world: Wo
     """wire§2, wire§4, wire§6: grant (201, epoch 1), change (200, +1), revoke (+1), grant
     again (201, +1) — each an event whose actor is the admin."""
     admin = world.alice.caller
-    principal = "agent:w9"
+    principal = factories.agent("w9", world.org).principal
     outcomes = [
         services.membership_grant(
             group_id=world.group, admin=admin, body={"principal": principal, "roles": ["worker"]}

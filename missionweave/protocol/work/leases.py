@@ -27,6 +27,8 @@ from .items import BLOCKED_LEASE_EXPIRED, LEASE_EXPIRED, START_DEADLINE_MISSED, 
 REASSIGN = "work.reassign"
 REVOKE = "lease.revoke"
 REASONS = (LEASE_EXPIRED, START_DEADLINE_MISSED, BLOCKED_LEASE_EXPIRED)
+#: why a reassignment (and a lease revocation) followed a revoked membership (wire.md §4)
+MEMBERSHIP_REVOKED = "membership_revoked"
 #: how long the authority's re-offer to the next eligible worker stays open
 REOFFER_WINDOW = timedelta(minutes=10)
 
@@ -103,13 +105,24 @@ def decide_reassign(view: View, command: Command) -> Decision:
                 },
             )
         )
+    reassigned, result = reassignment_events(item, body["reason"], command.now)
+    return Decision([*events, *reassigned], result)
+
+
+def reassignment_events(
+    item: WorkItem, reason: str, now: datetime
+) -> tuple[list[NewEvent], dict[str, Any]]:
+    """``work.reassigned``, then ``work.offered`` to the next eligible worker if there is one
+    (R11.5-01): the same move after an expired lease, a missed start deadline, an outstayed
+    blocked lease or the owner's membership revocation (wire.md §4)."""
+    lease = item.lease
     worker = next_eligible_worker(item)
-    events.append(
+    events = [
         NewEvent(
             "work.reassigned",
             {
                 "work_item": item.id,
-                "reason": body["reason"],
+                "reason": reason,
                 "from_owner": item.owner,
                 "ownership_epoch": item.ownership_epoch,
                 "lease_id": lease.lease_id if lease is not None else None,
@@ -117,13 +130,13 @@ def decide_reassign(view: View, command: Command) -> Decision:
                 "offered_to": worker,
             },
         )
-    )
+    ]
     result: dict[str, Any] = {"work_item": item.id, "offered_to": worker}
     if worker is not None:
         offer_id = "reoffer-" + digest({"w": item.id, "e": item.ownership_epoch})[7:31]
-        expires_at = format_timestamp(command.now + REOFFER_WINDOW)
+        expires_at = format_timestamp(now + REOFFER_WINDOW)
         basis = dict(item.selection_basis or {})
-        basis["policy_rules"] = ["R11.5-01: reassigned to the next offered worker", body["reason"]]
+        basis["policy_rules"] = ["R11.5-01: reassigned to the next offered worker", reason]
         offered: dict[str, Any] = {
             "work_item": item.id,
             "offers": [{"offer": offer_id, "worker": worker, "expires_at": expires_at}],
@@ -135,7 +148,48 @@ def decide_reassign(view: View, command: Command) -> Decision:
             offered["start_within_s"] = item.start_window_s
         events.append(NewEvent("work.offered", offered))
         result["offer"] = offer_id
-    return Decision(events, result)
+    return events, result
+
+
+# --- fencing a revoked member's work (wire.md §4, membership changes) -----------------------
+
+
+def fenced_by_revocation(item: WorkItem, principal: str) -> bool:
+    """Whether revoking ``principal`` must take ``item`` back at once: it owns the item and
+    either holds its active lease or waits, queued, to start it (R11.5-01, R11.3-07)."""
+    if item.owner != principal:
+        return False
+    if item.state == S.ACTIVE:
+        return item.lease is not None and item.lease.status == "active"
+    return item.state == S.QUEUED
+
+
+def revocation_events(
+    item: WorkItem, principal: str, membership_epoch: int, now: datetime
+) -> list[NewEvent]:
+    """What a membership revocation appends for one item the member owns, right after
+    ``membership.revoked``: ``lease.revoked`` for an active lease — its capability tokens then
+    fail ``capabilities:check`` (R11.3-06..08) — then the reassignment of an expired lease
+    (R11.5-01) with reason ``membership_revoked``, so nothing waits for the sweep."""
+    events: list[NewEvent] = []
+    lease = item.lease
+    if item.state == S.ACTIVE and lease is not None and lease.status == "active":
+        events.append(
+            NewEvent(
+                "lease.revoked",
+                {
+                    "work_item": item.id,
+                    "lease_id": lease.lease_id,
+                    "agent": lease.agent,
+                    "reason": MEMBERSHIP_REVOKED,
+                    "session_epoch": lease.session_epoch,
+                    "membership_epoch": membership_epoch,
+                    "start_deadline": None,
+                },
+            )
+        )
+    reassigned, _result = reassignment_events(item, MEMBERSHIP_REVOKED, now)
+    return [*events, *reassigned]
 
 
 # --- lease.revoke (authority, on session replacement) ------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.ledger.models import Event, GroupLog
-from apps.registry.models import Membership
+from apps.registry.models import Group, Membership
 from missionweave.protocol.canonical import ZERO_HASH
 
 from .timeline import CheckedPage, check_page
@@ -42,6 +42,24 @@ def member_groups(principal: str) -> list[GroupRow]:
             head_sequence=_head_sequence(row.group),
         )
         for row in rows
+    ]
+
+
+def all_groups(principal: str) -> list[GroupRow]:
+    """Every group, by name, with ``principal``'s roles where it is a member: what staff see
+    (they administer the memberships of any group, docs/dashboard.md "Memberships")."""
+    roles = {
+        row.group_id: tuple(row.roles)
+        for row in Membership.objects.filter(principal=principal, active=True)
+    }
+    return [
+        GroupRow(
+            group_id=group.id,
+            name=group.name,
+            roles=roles.get(group.id, ()),
+            head_sequence=_head_sequence(group),
+        )
+        for group in Group.objects.select_related("log").order_by("name", "id")
     ]
 
 

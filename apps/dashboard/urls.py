@@ -6,9 +6,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import (
+    account_views,
     approval_views,
     artifact_views,
     inbox_views,
+    membership_views,
     mission_pages,
     mission_views,
     review_views,
@@ -63,4 +65,6 @@ urlpatterns += [
     *review_views.urlpatterns,
     *mission_pages.urlpatterns,
     *artifact_views.urlpatterns,
+    *account_views.urlpatterns,
+    *membership_views.urlpatterns,
 ]

@@ -16,8 +16,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
 from apps.ledger.write_path import Caller
+from apps.registry.models import Organization
 
-from . import selectors, work
+from . import membership_views, selectors, work
 from .access import access_membership
 from .work_views import work_context
 
@@ -26,13 +27,21 @@ _DIGITS = re.compile(r"[0-9]{1,18}")
 
 @login_required
 def group_list(request: HttpRequest) -> HttpResponse:
-    """The groups where the person holds an active membership, with their roles and heads."""
-    principal = Caller.for_user(request.user).principal
-    return render(
-        request,
-        "dashboard/group-list.html",
-        {"principal": principal, "groups": selectors.member_groups(principal)},
+    """The groups where the person holds an active membership, with their roles and heads;
+    staff see every group (they administer memberships) and may create one here (a POST,
+    ``membership_views.create_group``)."""
+    if request.method == "POST":
+        return membership_views.create_group(request)
+    caller = Caller.for_user(request.user)
+    groups = (
+        selectors.all_groups(caller.principal)
+        if caller.is_staff
+        else selectors.member_groups(caller.principal)
     )
+    context = {"principal": caller.principal, "groups": groups, "is_staff": caller.is_staff}
+    if caller.is_staff:
+        context["organizations"] = Organization.objects.order_by("name", "id")
+    return render(request, "dashboard/group-list.html", context)
 
 
 def _before(raw: str | None) -> int | None:

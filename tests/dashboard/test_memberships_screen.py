@@ -1,0 +1,197 @@
+"""The memberships screen (issue 13 §1): staff administer memberships of any group through
+the existing staff-only commands (wire§4), each through the one write path.
+
+Alice is the world's staff admin (a member of nothing); maria an observer; nina a member of
+nothing. Real PostgreSQL; forms posted as a browser would.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from apps.ledger.models import Event, GroupLog
+from apps.registry import services
+from apps.registry.models import Membership
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.exports import verify_export
+from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.html import text
+from tests.factories import human
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(group: str, suffix: str = "") -> str:
+    return f"/groups/{group}/members/{suffix}"
+
+
+def _head(group: str) -> int:
+    return GroupLog.objects.get(group_id=group).head_sequence
+
+
+def _last_event(group: str) -> dict:
+    return json.loads(Event.objects.filter(group_id=group).order_by("-sequence")[0].document)
+
+
+def test_non_staff_non_member_gets_404_everywhere(dash: Dashboard) -> None:
+    """A page never reveals a group to a person outside it (wire§4), whatever the screen."""
+    nina = logged_in(dash.nina)
+    group = dash.world.group
+    assert nina.get(_url(group)).status_code == 404
+    assert nina.get(_url(group, "export/")).status_code == 404
+    body = {"principal": "user:nina", "roles": ["admin"]}
+    assert nina.post(_url(group, "grant/"), body).status_code == 404
+    assert nina.post(_url(group, "revoke/"), {"principal": "agent:w2"}).status_code == 404
+    assert logged_in(dash.nina).get(_url("g-nowhere")).status_code == 404
+
+
+def test_non_staff_member_gets_a_403_page_in_words_and_nothing_is_appended(
+    dash: Dashboard,
+) -> None:
+    """wire§4: membership commands are staff-only; a member who is not staff is told why."""
+    maria = logged_in(dash.maria)
+    group = dash.world.group
+    head = _head(group)
+    page = maria.get(_url(group))
+    assert page.status_code == 403
+    assert "only staff administer memberships" in text(page.content.decode())
+    grant = maria.post(_url(group, "grant/"), {"principal": "user:maria", "roles": ["admin"]})
+    assert grant.status_code == 403
+    assert maria.post(_url(group, "revoke/"), {"principal": "agent:w2"}).status_code == 403
+    assert maria.get(_url(group, "export/")).status_code == 403
+    assert _head(group) == head
+
+
+def test_staff_see_members_roles_epochs_and_since_even_without_membership(
+    dash: Dashboard,
+) -> None:
+    """Staff open the screen of any group (alice is a member of nothing)."""
+    page = logged_in(dash.world.alice).get(_url(dash.world.group))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-principal="agent:w1"' in html
+    assert 'data-principal="user:maria"' in html
+    assert "member since" in html
+    assert "Membership changes" in html
+
+
+def test_grant_change_and_revoke_each_append_their_event_by_the_staff_person(
+    dash: Dashboard,
+) -> None:
+    """wire§2/§4/§6: granted (epoch 1), changed (2), revoked (3), actor user:alice."""
+    human("zoe")
+    alice = logged_in(dash.world.alice)
+    group = dash.world.group
+    response = alice.post(_url(group, "grant/"), {"principal": "user:zoe", "roles": ["observer"]})
+    assert response.status_code == 302
+    assert (_last_event(group)["type"], _last_event(group)["actor"]) == (
+        "membership.granted",
+        "user:alice",
+    )
+    alice.post(_url(group, "grant/"), {"principal": "user:zoe", "roles": ["worker", "reviewer"]})
+    changed = _last_event(group)
+    assert (changed["type"], changed["payload"]["roles"], changed["payload"]["epoch"]) == (
+        "membership.changed",
+        ["reviewer", "worker"],
+        2,
+    )
+    alice.post(_url(group, "revoke/"), {"principal": "user:zoe"})
+    revoked = _last_event(group)
+    assert (revoked["type"], revoked["payload"]["epoch"]) == ("membership.revoked", 3)
+    assert not Membership.objects.get(group_id=group, principal="user:zoe").active
+    audit = alice.get(_url(group)).content.decode()
+    assert audit.index('data-type="membership.revoked"') < audit.index(
+        'data-type="membership.changed"'
+    )  # newest first
+
+
+def test_regranting_the_same_roles_appends_nothing_and_keeps_the_epoch(
+    dash: Dashboard,
+) -> None:
+    """Issue 13 §1 (wire§2): the same roles again are a no-op: 200 with the current epoch."""
+    group = dash.world.group
+    head = _head(group)
+    outcome = services.membership_grant(
+        group_id=group,
+        admin=dash.world.alice.caller,
+        body={"principal": "agent:w2", "roles": ["worker"]},
+    )
+    assert (outcome.status, outcome.body["result"]["epoch"]) == (200, 1)
+    assert _head(group) == head
+    follow = logged_in(dash.world.alice).post(
+        _url(group, "grant/"), {"principal": "agent:w2", "roles": ["worker"]}, follow=True
+    )
+    assert "agent:w2 holds worker (epoch 1)" in text(follow.content.decode())
+    assert _head(group) == head
+
+
+@pytest.mark.parametrize("principal", ["user:ghost", "agent:ghost"])
+def test_granting_to_a_principal_that_does_not_exist_is_not_found(
+    dash: Dashboard, principal: str
+) -> None:
+    """wire§4: roles go only to a Django user or a registered agent; NOT_FOUND otherwise."""
+    group = dash.world.group
+    head = _head(group)
+    with pytest.raises(ProtocolError) as refused:
+        services.membership_grant(
+            group_id=group,
+            admin=dash.world.alice.caller,
+            body={"principal": principal, "roles": ["worker"]},
+        )
+    assert refused.value.code is ErrorCode.NOT_FOUND
+    page = logged_in(dash.world.alice).post(
+        _url(group, "grant/"), {"principal": principal, "roles": ["worker"]}, follow=True
+    )
+    assert page.status_code == 200
+    assert 'data-code="NOT_FOUND"' in page.content.decode()
+    assert _head(group) == head
+
+
+def test_forms_need_the_csrf_token(dash: Dashboard) -> None:
+    """Every form carries Django's CSRF token; a post without it is refused, nothing sent."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.get(username="alice"))
+    group = dash.world.group
+    head = _head(group)
+    assert client.post(_url(group, "revoke/"), {"principal": "agent:w2"}).status_code == 403
+    assert _head(group) == head
+    assert "csrfmiddlewaretoken" in client.get(_url(group)).content.decode()
+
+
+def test_the_export_downloads_as_a_verifiable_file(dash: Dashboard) -> None:
+    """R16-08, R16-10: the export_group format, checked by verify_export."""
+    response = logged_in(dash.world.alice).get(_url(dash.world.group, "export/"))
+    assert response.status_code == 200
+    assert "attachment" in response["Content-Disposition"]
+    lines = b"".join(response.streaming_content).splitlines(keepends=True)
+    assert verify_export(lines).ok
+
+
+def test_staff_see_every_group_and_others_only_their_own(dash: Dashboard) -> None:
+    """A group created over the API is visible to staff, who need not be its members."""
+    services.group_create(body={"id": "g-api", "organization": dash.world.org, "name": "Via API"})
+    assert 'data-group="g-api"' in logged_in(dash.world.alice).get("/groups/").content.decode()
+    assert 'data-group="g-api"' not in logged_in(dash.maria).get("/groups/").content.decode()
+
+
+def test_a_group_created_on_the_dashboard_starts_with_its_creator_as_admin(
+    dash: Dashboard,
+) -> None:
+    """Its first event grants the staff creator admin + mission_owner (wire§4); a non-staff
+    person may not create one."""
+    body = {"id": "g-dash", "organization": dash.world.org, "name": "From the dashboard"}
+    response = logged_in(dash.world.alice).post("/groups/", body)
+    assert (response.status_code, response["Location"]) == (302, "/groups/g-dash/")
+    first = json.loads(Event.objects.get(group_id="g-dash", sequence=1).document)
+    assert (first["type"], first["payload"]["principal"], first["payload"]["roles"]) == (
+        "membership.granted",
+        "user:alice",
+        ["admin", "mission_owner"],
+    )
+    refused = logged_in(dash.maria).post("/groups/", {**body, "id": "g-maria"})
+    assert refused.status_code == 403
+    assert not GroupLog.objects.filter(group_id="g-maria").exists()

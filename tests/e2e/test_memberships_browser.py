@@ -1,0 +1,59 @@
+"""The memberships screen in a real browser against a real daphne (issue 13 §1): the staff
+admin grants zoe a role from the screen, sees her in the list and the audit, then revokes
+her. Every screen visited is shot under ``var/screenshots/``, checked with axe-core and at
+400 px.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.screens import check_screen
+from tests.e2e.test_dashboard_browser import log_in, with_password
+from tests.factories import World, build_world, human
+from tests.live_server import LiveServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def world(transactional_db: None) -> World:
+    """Committed before the browser starts, so the server process sees it."""
+    world = build_world()
+    with_password(world.alice)
+    human("zoe")
+    return world
+
+
+def test_staff_grant_then_revoke_from_the_members_screen(
+    world: World, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """wire§4: membership.grant then membership.revoke as the staff person, each shown in
+    the members list and, newest first, in the audit list."""
+    server = live_asgi_server
+    log_in(page, server, "alice")
+    page.goto(f"{server.url}/groups/")
+    check_screen(page, "members-00-group-list-staff")
+    page.get_by_role("link", name="Members of g-research").click()
+    expect(page.get_by_role("heading", name="Members of g-research")).to_be_visible()
+    check_screen(page, "members-01-screen")
+
+    grant = page.locator(".members-grant")
+    grant.get_by_label("Principal").fill("user:zoe")
+    grant.get_by_label("observer").check()
+    grant.get_by_role("button", name="Grant").click()
+    expect(page.locator("#flash")).to_contain_text("Granted observer to user:zoe (epoch 1).")
+    expect(page.locator('li[data-principal="user:zoe"]')).to_contain_text("epoch 1")
+    expect(page.locator(".members-audit__list li").first).to_contain_text(
+        "user:alice granted user:zoe"
+    )
+    check_screen(page, "members-02-granted")
+
+    page.get_by_role("button", name="Revoke user:zoe").click()
+    expect(page.locator("#flash")).to_contain_text("Revoked the membership of user:zoe")
+    expect(page.locator('li[data-principal="user:zoe"]')).to_have_count(0)
+    expect(page.locator(".members-audit__list li").first).to_contain_text(
+        "user:alice revoked user:zoe"
+    )
+    check_screen(page, "members-03-revoked")

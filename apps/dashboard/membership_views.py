@@ -13,8 +13,7 @@ goes through, which refuses a principal that does not exist) and the one write p
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -30,24 +29,18 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from apps.ledger import authority
-from apps.ledger.history import history
-from apps.ledger.models import GroupLog
+from apps.ledger import exports
 from apps.ledger.write_path import Caller, Outcome
 from apps.registry import services
 from apps.registry.models import Group
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.exports import export_lines, header_document
 from missionweave.protocol.identifiers import ID_PATTERN, ROLES, is_id
-from missionweave.protocol.timefmt import format_timestamp
 
 from . import memberships, selectors
 from .actions import new_command_id, refused, show_refusal
 
-_DIGITS = re.compile(r"[0-9]{1,18}")
 _NOT_STAFF = ProtocolError(
     ErrorCode.FORBIDDEN,
     "only staff administer memberships: membership.grant and membership.revoke are "
@@ -91,14 +84,6 @@ def _not_staff(request: HttpRequest, group_id: str) -> HttpResponse:
     )
 
 
-def _before(raw: str | None) -> int | None:
-    if raw is None or raw == "":
-        return None
-    if not _DIGITS.fullmatch(raw) or int(raw) < 1:
-        raise ValueError("before is a positive integer")
-    return int(raw)
-
-
 @login_required
 def members_page(request: HttpRequest, group: str) -> HttpResponse:
     """Who holds which roles (epoch, since when), the forms, and the audit list."""
@@ -107,7 +92,7 @@ def members_page(request: HttpRequest, group: str) -> HttpResponse:
     except PermissionError:
         return _not_staff(request, group)
     try:
-        before = _before(request.GET.get("before"))
+        before = selectors.before_parameter(request.GET.get("before"))
     except ValueError:
         return HttpResponseBadRequest("before is a positive integer")
     context: dict[str, Any] = {
@@ -213,19 +198,10 @@ def group_export(request: HttpRequest, group: str) -> HttpResponse:
         administered_group(request, group)
     except PermissionError:
         return _not_staff(request, group)
-    log = GroupLog.objects.filter(group_id=group).first()
-    if log is None:
+    exported = exports.group_export(group)
+    if exported is None:
         raise Http404("no such group")
-    head = authority.signed_head(log)  # first: the events up to it never change afterwards
-    header = authority.signed(
-        header_document(
-            group=group,
-            authority_id=authority.authority_id(),
-            public_key=authority.public_key(),
-            exported_at=format_timestamp(timezone.now()),
-        )
-    )
-    lines: Iterator[bytes] = export_lines(header, history(group, through=log.head_sequence), head)
+    _log, lines = exported
     response = StreamingHttpResponse(lines, content_type="application/jsonl")
     response["Content-Disposition"] = f'attachment; filename="{group}.export.jsonl"'
     return response

@@ -7,6 +7,7 @@ Every group read is membership-checked by the caller of these functions (the vie
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,17 @@ from missionweave.protocol.canonical import ZERO_HASH
 from .timeline import CheckedPage, check_page
 
 PAGE_SIZE = 50
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def before_parameter(raw: str | None) -> int | None:
+    """``?before=N`` of a page paged back by sequence (a positive integer), or ``None`` for
+    the newest page; ``ValueError`` for anything else."""
+    if raw is None or raw == "":
+        return None
+    if not _DIGITS.fullmatch(raw) or int(raw) < 1:
+        raise ValueError("before is a positive integer")
+    return int(raw)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ A group the person is not an active member of is 404 whether or not it exists
 
 from __future__ import annotations
 
-import re
-
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
@@ -21,8 +19,6 @@ from apps.registry.models import Organization
 from . import membership_views, selectors, work
 from .access import access_membership
 from .work_views import work_context
-
-_DIGITS = re.compile(r"[0-9]{1,18}")
 
 
 @login_required
@@ -44,20 +40,11 @@ def group_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/group-list.html", context)
 
 
-def _before(raw: str | None) -> int | None:
-    """``?before=N`` (a positive integer), or ``None`` for the newest page."""
-    if raw is None or raw == "":
-        return None
-    if not _DIGITS.fullmatch(raw) or int(raw) < 1:
-        raise ValueError("before is a positive integer")
-    return int(raw)
-
-
 @login_required
 def group_detail(request: HttpRequest, group: str) -> HttpResponse:
     membership = access_membership(request, group)
     try:
-        before = _before(request.GET.get("before"))
+        before = selectors.before_parameter(request.GET.get("before"))
     except ValueError:
         return HttpResponseBadRequest("before is a positive integer")
     page = selectors.timeline_page(group, before=before)

@@ -12,13 +12,8 @@ import sys
 from typing import Any, BinaryIO
 
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
-from apps.ledger import authority
-from apps.ledger.history import history
-from apps.ledger.models import GroupLog
-from missionweave.protocol.exports import export_lines, header_document
-from missionweave.protocol.timefmt import format_timestamp
+from apps.ledger.exports import group_export
 
 
 class Command(BaseCommand):
@@ -30,20 +25,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         group_id: str = options["group"]
-        log = GroupLog.objects.filter(group_id=group_id).first()
-        if log is None:
+        exported = group_export(group_id)
+        if exported is None:
             raise CommandError(f"no group {group_id!r}")
-        # The head is read (and signed) first; the events up to it never change afterwards.
-        head = authority.signed_head(log)
-        header = authority.signed(
-            header_document(
-                group=group_id,
-                authority_id=authority.authority_id(),
-                public_key=authority.public_key(),
-                exported_at=format_timestamp(timezone.now()),
-            )
-        )
-        lines = export_lines(header, history(group_id, through=log.head_sequence), head)
+        log, lines = exported
         if options["output"]:
             with open(options["output"], "wb") as handle:
                 _write(handle, lines)

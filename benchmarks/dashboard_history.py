@@ -5,7 +5,9 @@ verified. The *template* is one such mission played through the write path (crea
 mission owner; three WorkItems, one gated by two owners' execution approval, a chain and a
 fan-in of dependencies; each offered, accepted, started, reported, charged, submitted,
 checked by the authority, reviewed by the human reviewer and accepted; then the mission
-approved). Its events are then cloned as many times as the log needs: each clone is the
+approved; and three more WorkItems of low, high and critical urgency authorised and dropped
+before anyone was offered them, so the group holds six WorkItems per mission and its lists
+have something to filter). Its events are then cloned as many times as the log needs: each clone is the
 template's events with fresh identifiers (mission, WorkItems, offers, leases, commands,
 events), the ``submission`` sequences they cite shifted with them, new times one
 microsecond apart, and the hash chain computed by the protocol's :func:`event_hash`. The
@@ -54,6 +56,7 @@ from .dashboard_work import (
     accept_result,
     approve_execution,
     authorize,
+    cancel,
     offer,
     report_progress,
     review,
@@ -134,6 +137,16 @@ def play_template(cast: Cast) -> Template:
         submit(cast, item, with_manifest=False)
         review(cast, item)
         accept_result(cast, item)
+    for number, urgency in enumerate(("low", "high", "critical"), start=len(items) + 1):
+        dropped = Item(
+            f"{TEMPLATE_ITEM}{number}",
+            TEMPLATE_MISSION,
+            f"Translate the summary ({urgency})",
+            workers[0],
+            urgency=urgency,
+        )
+        authorize(cast, dropped)
+        cancel(cast, dropped)
     as_person(cast, OWNER, "mission.approve", {"mission": TEMPLATE_MISSION, "comment": "Done."})
     last = _head(cast.group)
     documents = (

@@ -59,6 +59,7 @@ class Item:
     worker: str  # principal
     gated: bool = False
     depends_on: Sequence[str] = ()
+    urgency: str = ""
     terms: dict[str, Any] = field(default_factory=dict)
     lease: str = ""
     produced: str = ""
@@ -70,8 +71,10 @@ def deadline() -> str:
 
 def item_contract(item: Item) -> dict[str, Any]:
     """The demo's contract with a human-review criterion; a gated one needs two owners'
-    execution approval (risk ``high``, quorum 2)."""
+    execution approval (risk ``high``, quorum 2); ``item.urgency`` overrides the urgency."""
     terms = contract(item.goal, deadline(), human_review=True, approval=item.gated)
+    if item.urgency:
+        terms["urgency"] = item.urgency
     if item.gated:
         terms["risk"] = {
             "class": "high",
@@ -87,6 +90,12 @@ def authorize(cast: Cast, item: Item) -> None:
     item.terms = item_contract(item)
     body = authorize_body(item.id, item.mission, item.terms, item.depends_on)
     as_agent(cast, cast.coordinator, "work.authorize", body)
+
+
+def cancel(cast: Cast, item: Item) -> None:
+    """The mission owner drops an item nobody was offered yet (→ cancelled, R10.2-14)."""
+    body = {"work_item": item.id, "reason": "No longer needed."}
+    as_person(cast, OWNER, "work.cancel", body)
 
 
 def offer(cast: Cast, item: Item) -> None:

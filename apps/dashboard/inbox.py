@@ -45,7 +45,6 @@ from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.items import WorkItem as WorkItemState
-from missionweave.protocol.work.items import work_item_key
 
 from .inbox_entries import (
     SHOWN,
@@ -60,7 +59,7 @@ from .inbox_entries import (
     ReviewEntry,
     Section,
 )
-from .work import GRANT_EXECUTION, grant_body, is_waiting_for_approval
+from .work import GRANT_EXECUTION, grant_refusals, is_waiting_for_approval
 from .work_item_cards import Countdown
 
 #: the commands whose roles decide which sections a group contributes to
@@ -226,14 +225,7 @@ def _approvals(
     ).order_by("id")
     items = (WorkItemState.from_dict(data) for data in gated.values_list("data", flat=True))
     waiting = [item for item in items if is_waiting_for_approval(item)]
-    refusals = preview.refusals(
-        caller,
-        group.id,
-        GRANT_EXECUTION,
-        [grant_body(item) for item in waiting],
-        membership=membership,
-        loaded={work_item_key(item.id): item for item in waiting},
-    )
+    refusals = grant_refusals(caller, group.id, waiting, membership=membership)
     return [
         ApprovalEntry(
             group=group,
@@ -460,3 +452,16 @@ def _read_times(group_id: str, found: _Found) -> None:
         resolution = payload.get("required_resolution")
         if resolution:
             asked[sequence].reason += f": needs {resolution}"
+
+
+def waiting_on(caller: Caller, membership: Membership) -> _Found:
+    """What waits on ``caller`` in one group (``membership``, theirs and active): the entries
+    the inbox would list for that group, for the lists' "waiting on me" filter."""
+    log = getattr(membership.group, "log", None)
+    ref = GroupRef(
+        membership.group_id,
+        membership.group.name,
+        tuple(membership.roles),
+        log.head_sequence if log else 0,
+    )
+    return _collect(caller, ref, membership.to_state(), _now())

@@ -10,6 +10,7 @@ from . import (
     approval_views,
     artifact_views,
     inbox_views,
+    list_views,
     membership_views,
     mission_pages,
     mission_views,
@@ -22,7 +23,11 @@ app_name = "dashboard"
 urlpatterns = [
     path("groups/", views.group_list, name="groups"),
     path("groups/<str:group>/", views.group_detail, name="group"),
-    path("groups/<str:group>/work/", work_views.group_work, name="group-work"),
+    path(
+        "groups/<str:group>/approval-queue/",
+        work_views.group_approval_queue,
+        name="approval-queue",
+    ),
     path(
         "groups/<str:group>/work-items/<str:work_item>/",
         work_views.work_item_detail,
@@ -67,4 +72,5 @@ urlpatterns += [
     *artifact_views.urlpatterns,
     *account_views.urlpatterns,
     *membership_views.urlpatterns,
+    *list_views.urlpatterns,
 ]

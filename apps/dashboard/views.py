@@ -16,7 +16,7 @@ from django.shortcuts import render
 from apps.ledger.write_path import Caller
 from apps.registry.models import Organization
 
-from . import membership_views, selectors, work
+from . import listings, membership_views, selectors, work
 from .access import access_membership
 from .work_views import work_context
 
@@ -47,6 +47,13 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
         before = selectors.before_parameter(request.GET.get("before"))
     except ValueError:
         return HttpResponseBadRequest("before is a positive integer")
+    try:
+        # ``?at=N``: the page that starts with event N (the timeline's "go to event")
+        at = selectors.before_parameter(request.GET.get("at"))
+    except ValueError:
+        return HttpResponseBadRequest("at (go to event #) is a positive integer")
+    if at is not None:
+        before = at + 1
     page = selectors.timeline_page(group, before=before)
     return render(
         request,
@@ -58,14 +65,18 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
             "group": membership.group,
             "membership": membership,
             "page": page,
+            "at": at,
             "stream": {
                 "group": group,
+                "principal": Caller.for_user(request.user).principal,
+                "page_size": page.page_size,
+                "missions_shown": listings.GROUP_PAGE_MISSIONS,
                 "live": page.is_newest,
                 "head_sequence": page.head_sequence,
                 "anchor_sequence": page.checked.anchor_sequence,
                 "anchor_hash": page.checked.anchor_hash,
                 "documents": page.documents_oldest_first,
-                "work_families": work.LIVE_FAMILIES,
+                "queue_families": work.LIVE_FAMILIES,
             },
         },
     )

@@ -1,5 +1,6 @@
-"""Reads behind the work sections: missions with their WorkItems, the items waiting for an
-execution approval, and one WorkItem's page.
+"""Reads behind the work sections: the items waiting for an execution approval (the group
+page's approval queue) and one WorkItem's page; the mission and WorkItem lists are
+``listings``.
 
 Everything comes from the projections (``Mission``, ``WorkItem``) that the write path keeps in
 the same transaction as the events, plus the events themselves for a WorkItem's history and
@@ -9,27 +10,37 @@ conversation. The callers check membership first (non-members get 404).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import BigIntegerField, F, Func, IntegerField, QuerySet, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce
+from django.db.models.sql.compiler import SQLCompiler
+
 from apps.ledger import preview
 from apps.ledger.models import Event
+from apps.ledger.projections import load_view
 from apps.ledger.write_path import Caller
-from apps.work.models import Mission, MissionStatus, WorkItem
+from apps.work.models import Mission, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.memberships import Membership as MembershipState
+from missionweave.protocol.memberships import membership_key
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
-from missionweave.protocol.work.items import Offer
+from missionweave.protocol.work.items import Offer, work_item_key
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .timeline import event_family
 from .work_item_cards import Execution, execution_of
 
-#: the group page shows this many missions, newest first
-MISSIONS_SHOWN = 50
+#: the group page's approval queue previews this many waiting items, oldest first
+APPROVALS_SHOWN = 10
 #: event families whose events change what the work sections show (used by the page script)
 LIVE_FAMILIES = ("work", "mission", "approval", "lease", "evidence", "membership")
 #: the WorkItem page also follows usage reconciled from an offline buffer (R11.5-12), whose
@@ -132,38 +143,6 @@ class WorkItemView:
         return dict(self.item.contract.get("risk", {}))
 
 
-@dataclass(frozen=True)
-class MissionWork:
-    mission: Mission
-    items: tuple[WorkItemView, ...]
-    viewer: Viewer
-
-    @property
-    def is_active(self) -> bool:
-        return self.mission.state == MissionStatus.ACTIVE
-
-    @property
-    def shows_approve_form(self) -> bool:
-        """R10.2-16, wire§9: as the command table's roles allow (a human mission_owner)."""
-        return self.is_active and self.viewer.may_approve_missions
-
-    @property
-    def shows_cancel_form(self) -> bool:
-        return self.is_active and self.viewer.may_end_missions
-
-    @property
-    def unfinished(self) -> tuple[str, ...]:
-        """WorkItems that keep the mission from being approved (R10.2-22)."""
-        return tuple(view.item.id for view in self.items if view.item.state in S.UNFINISHED)
-
-
-@dataclass(frozen=True)
-class GroupWork:
-    missions: tuple[MissionWork, ...]
-    more_missions: int  # missions older than the ones shown
-    waiting: tuple[WorkItemView, ...]
-
-
 def is_waiting_for_approval(item: WorkItemState) -> bool:
     """Queued, gated (R10.2-06), and short of grants for the current revision: the items a
     page asks mission owners to approve (a further grant would be accepted, but is not
@@ -212,46 +191,112 @@ def _views(
     ]
 
 
-def group_work(group_id: str, *, viewer: Viewer) -> GroupWork:
-    """The newest missions with their WorkItems (in authorisation order) and the approval queue."""
-    total = Mission.objects.filter(group_id=group_id).count()
-    missions = list(
-        Mission.objects.filter(group_id=group_id).order_by("-created_sequence")[:MISSIONS_SHOWN]
-    )
-    rows = WorkItem.objects.filter(
-        group_id=group_id, mission__in=[mission.mission_id for mission in missions]
-    )
-    items = {row.work_item_id: row.to_state() for row in rows}
-    views = {
-        view.item.id: view
-        for view in _views(
-            group_id, list(items.values()), viewer, {i: s.state for i, s in items.items()}
+@dataclass(frozen=True)
+class ApprovalQueue:
+    """The first waiting items of a group, with the viewer's previewed grant, and how many wait."""
+
+    views: tuple[WorkItemView, ...]
+    total: int
+
+    @property
+    def more(self) -> int:
+        """Waiting items the queue does not show."""
+        return self.total - len(self.views)
+
+
+class _JSONArrayLength(Func):
+    """The number of elements of a JSON array (``None`` for a missing key)."""
+
+    function = "jsonb_array_length"
+    output_field = IntegerField()
+
+    def as_sqlite(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra_context: Any
+    ) -> tuple[str, list[Any]]:
+        return self.as_sql(compiler, connection, function="json_array_length", **extra_context)
+
+
+def _waiting_rows(group_id: str) -> QuerySet[WorkItem]:
+    """The rows for which :func:`is_waiting_for_approval` holds (R10.2-06), decided in SQL.
+
+    The same three questions, asked of the row so that a count reads no contract: queued,
+    gated, and fewer grants than ``approvals_required`` (1 when absent, as
+    ``approvals_required`` defaults it; contract validation keeps it an integer, so the cast
+    cannot fail). In a 100,000-item group with 10,000 waiting, reading each candidate's
+    contract into Python took ~4 s. On PostgreSQL the partial index
+    ``work_item_waiting_approval`` (migration ``0008``) holds exactly these rows, so the count
+    decodes no contract and a page reads only its own rows (~25 ms for 10,000 waiting). The
+    index's predicate repeats these expressions: change one, change the other
+    (``tests/dashboard/test_work_reads.py`` checks the plans, and that this agrees with
+    ``is_waiting_for_approval``).
+    """
+    return (
+        WorkItem.objects.filter(
+            group_id=group_id,
+            state=S.QUEUED,
+            data__contract__risk__requires_execution_approval=True,
         )
-    }
-    return GroupWork(
-        missions=tuple(
-            MissionWork(
-                mission,
-                tuple(views[item] for item in mission.work_items if item in views),
-                viewer,
-            )
-            for mission in missions
-        ),
-        more_missions=max(total - len(missions), 0),
-        waiting=tuple(waiting_for_approval(group_id, viewer=viewer)),
+        .alias(
+            granted=_JSONArrayLength("data__approvals"),
+            needed=Coalesce(
+                Cast(KT("data__contract__risk__approvals_required"), BigIntegerField()), Value(1)
+            ),
+        )
+        .filter(granted__lt=F("needed"))
     )
 
 
-def waiting_for_approval(group_id: str, *, viewer: Viewer) -> list[WorkItemView]:
-    """Queued WorkItems whose contract asks for execution approval and that have fewer grants
-    than it requires for the current revision (R10.2-06), oldest authorisation first."""
-    rows = WorkItem.objects.filter(
-        group_id=group_id,
-        state=S.QUEUED,
-        data__contract__risk__requires_execution_approval=True,
-    ).order_by("id")
-    items = [item for item in (row.to_state() for row in rows) if is_waiting_for_approval(item)]
-    return _views(group_id, items, viewer, {}, with_approval=True)
+def grant_refusals(
+    caller: Caller,
+    group_id: str,
+    items: Sequence[WorkItemState],
+    *,
+    membership: MembershipState | None,
+) -> list[ProtocolError | None]:
+    """Why the write path would refuse ``caller``'s execution grant of each of ``items``
+    (``None``: it would take it), R10.2-06: one batch (``preview.refusals``) judged against
+    the items as the page read them, rather than a preview, and its reads, per item.
+    ``membership`` is the caller's, as the page read it."""
+    return preview.refusals(
+        caller,
+        group_id,
+        GRANT_EXECUTION,
+        [grant_body(item) for item in items],
+        membership=membership,
+        loaded={work_item_key(item.id): item for item in items},
+    )
+
+
+def approval_queue(group_id: str, *, viewer: Viewer, shown: int = APPROVALS_SHOWN) -> ApprovalQueue:
+    """How many WorkItems of the group wait for execution approval (R10.2-06), and the
+    oldest ``shown`` of them (in authorisation order), each with the viewer's grant
+    previewed.
+
+    Bounded whatever the queue's length: the count, the shown rows, the states of their
+    dependencies, the viewer's membership and one batch of previews (whose clock and head it
+    reads once) — a fixed number of queries, where :func:`waiting_for_approval` reads every
+    waiting item and previews each one with its own reads.
+    """
+    waiting = _waiting_rows(group_id)
+    total = waiting.count()
+    items = [
+        WorkItemState.from_dict(data)
+        for data in waiting.order_by("id").values_list("data", flat=True)[:shown]
+    ]
+    if not items:
+        return ApprovalQueue((), total)
+    key = membership_key(viewer.principal)
+    refusals = grant_refusals(
+        viewer.caller, group_id, items, membership=load_view(group_id, [key])[key]
+    )
+    views = _views(group_id, items, viewer, {})
+    return ApprovalQueue(
+        tuple(
+            replace(view, approval_refusal=refusal)
+            for view, refusal in zip(views, refusals, strict=True)
+        ),
+        total,
+    )
 
 
 # --- one WorkItem ------------------------------------------------------------------------
@@ -304,6 +349,31 @@ def _recorded_at(document: dict[str, Any]) -> datetime | None:
         return None
 
 
+def _needed_by(group_id: str, work_item_id: str) -> list[tuple[str, str]]:
+    """The group's WorkItems that depend on ``work_item_id``, with their states, in
+    authorisation order.
+
+    On PostgreSQL a JSON containment lookup, answered by the GIN index
+    ``work_item_depends_on`` (migration ``0008``): ~ms where reading every item's
+    ``depends_on`` took ~2 s at 100,000 items. SQLite (the demo's embedded database, with
+    small groups) has no containment lookup, so there the items are filtered here.
+    """
+    rows = WorkItem.objects.filter(group_id=group_id).order_by("id")
+    if connections[rows.db].features.supports_json_field_contains:
+        return list(
+            rows.filter(data__depends_on__contains=[work_item_id]).values_list(
+                "work_item_id", "state"
+            )
+        )
+    return [
+        (other, state)
+        for other, state, depends_on in rows.values_list(
+            "work_item_id", "state", "data__depends_on"
+        )
+        if work_item_id in (depends_on or ())
+    ]
+
+
 def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkItemPage | None:
     """Everything the WorkItem page shows, or ``None`` when the group has no such item.
 
@@ -315,14 +385,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         return None
     item = row.to_state()
     view = _views(group_id, [item], viewer, {}, with_approval=True)[0]
-    # filtered here, not with a JSON ``__contains`` lookup: SQLite (the demo) has none
-    dependents = [
-        (other, state)
-        for other, state, depends_on in WorkItem.objects.filter(group_id=group_id)
-        .order_by("id")
-        .values_list("work_item_id", "state", "data__depends_on")
-        if item.id in (depends_on or ())
-    ]
+    dependents = _needed_by(group_id, item.id)
     sequences = [sequence for sequence, _type, _actor in item.history]
     documents = {
         sequence: json.loads(text)

@@ -18,31 +18,53 @@ from django.views.decorators.http import require_POST
 from apps.ledger.write_path import Caller, Outcome
 from apps.registry.models import Membership
 
-from . import selectors, work
+from . import listings, selectors, work
 from .access import access_membership
 from .actions import submit_form
 from .forms import GrantExecutionForm, revision_decision
+from .list_forms import MissionFilterForm
+from .list_views import member_principals
 
 
 def _viewer(request: HttpRequest, membership: Membership) -> work.Viewer:
     return work.viewer_of(Caller.for_user(request.user), membership.to_state())
 
 
-def work_context(request: HttpRequest, membership: Membership) -> dict[str, object]:
-    """What ``partials/work-items.html`` needs; approval forms return to the group page."""
+def queue_context(request: HttpRequest, membership: Membership) -> dict[str, object]:
+    """What ``partials/approval-queue.html`` needs; its forms return to the group page."""
     group = membership.group_id
     return {
         "group": membership.group,
-        "work": work.group_work(group, viewer=_viewer(request, membership)),
+        "queue": work.approval_queue(group, viewer=_viewer(request, membership)),
         "return_to": reverse("dashboard:group", args=[group]),
     }
 
 
+def work_context(request: HttpRequest, membership: Membership) -> dict[str, object]:
+    """What ``partials/work-items.html`` needs: the approval queue and the newest missions
+    (the rest are on the mission list, ``list_views``)."""
+    viewer = _viewer(request, membership)
+    return {
+        **queue_context(request, membership),
+        "missions": listings.mission_listing(
+            membership.group_id,
+            listings.MissionFilters(),
+            viewer=viewer,
+            membership=membership,
+            per_page=listings.GROUP_PAGE_MISSIONS,
+        ),
+        "mission_filters": MissionFilterForm(),
+        "members": member_principals(membership.group_id),
+    }
+
+
 @login_required
-def group_work(request: HttpRequest, group: str) -> HttpResponse:
-    """The group page's missions, WorkItems and approval queue, for the page to swap in live."""
+def group_approval_queue(request: HttpRequest, group: str) -> HttpResponse:
+    """The group page's approval queue alone, for the page to swap in when events arrive."""
     membership = access_membership(request, group)
-    return render(request, "dashboard/partials/work-items.html", work_context(request, membership))
+    return render(
+        request, "dashboard/partials/approval-queue.html", queue_context(request, membership)
+    )
 
 
 def _item_context(request: HttpRequest, group: str, work_item: str) -> dict[str, object]:

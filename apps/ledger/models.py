@@ -61,6 +61,11 @@ class Event(EventColumns):
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["group", "sequence"], name="gapless_sequence_slot")
         ]
+        #: a group's events of a few types, newest first, without reading the rest of its log
+        #: (the memberships screen's audit list, issue 13)
+        indexes: ClassVar = [
+            models.Index(fields=["group", "type", "sequence"], name="event_group_type")
+        ]
 
     def __str__(self) -> str:
         return f"{self.group_id}#{self.sequence} {self.type}"

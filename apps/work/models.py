@@ -51,6 +51,14 @@ class Mission(models.Model):
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["group", "mission_id"], name="mission_once_per_group")
         ]
+        #: the dashboard's mission list pages newest first, by state or by creator (issue 13)
+        indexes: ClassVar = [
+            models.Index(fields=["group", "created_sequence"], name="mission_group_newest"),
+            models.Index(
+                fields=["group", "state", "created_sequence"], name="mission_group_state"
+            ),
+            models.Index(fields=["group", "created_by"], name="mission_group_creator"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.group_id}/{self.mission_id}"
@@ -112,6 +120,10 @@ class WorkItem(models.Model):
     #: Celery sweeps select on this indexed column (R11.5-01)
     due_at = models.DateTimeField(null=True, blank=True)
     due_reason = models.CharField(max_length=32, blank=True, default="")
+    #: the contract's requested urgency and goal, as columns the dashboard's WorkItem list
+    #: filters and searches on (issue 13); the contract in ``data`` stays the truth
+    urgency = models.CharField(max_length=16, blank=True, default="")
+    title = models.TextField(blank=True, default="")
     data = models.JSONField(decoder=ProjectionJSONDecoder)
 
     class Meta:
@@ -122,7 +134,11 @@ class WorkItem(models.Model):
         ]
         indexes: ClassVar = [
             models.Index(fields=["group", "mission"]),
-            models.Index(fields=["group", "state"]),
+            # the WorkItem list pages in authorisation order, filtered by state, owner, urgency
+            models.Index(fields=["group", "state", "id"], name="work_item_group_state"),
+            models.Index(fields=["group", "id"], name="work_item_group_order"),
+            models.Index(fields=["group", "owner"], name="work_item_group_owner"),
+            models.Index(fields=["group", "urgency"], name="work_item_group_urgency"),
             models.Index(
                 fields=["due_at"], name="work_item_due", condition=models.Q(due_at__isnull=False)
             ),
@@ -153,6 +169,8 @@ def _work_item_fields(state: WorkItemState) -> dict[str, Any]:
         "lease_holder": lease.agent if lease is not None and lease.status == "active" else "",
         "due_at": parse_timestamp(due[0]) if due is not None else None,
         "due_reason": due[1] if due is not None else "",
+        "urgency": str(state.contract.get("urgency") or ""),
+        "title": str(state.contract.get("goal") or ""),
         "data": state.as_dict(),
     }
 

@@ -78,30 +78,36 @@ export class LiveSection {
     holder.innerHTML = html;
     const fresh = holder.content.getElementById(this.elementId);
     if (!current || !fresh) return;
-    const drafts = new Map();
-    let focus = null;
-    for (const [key, field] of draftFields(current)) {
-      if (field.value) drafts.set(key, field.value);
-      if (field === document.activeElement) {
-        focus = { key, start: field.selectionStart, end: field.selectionEnd };
-      }
-    }
-    // An "Actions" disclosure the person opened stays open across the swap.
-    const opened = new Set(
-      [...current.querySelectorAll("details[data-details-key][open]")].map((d) => d.dataset.detailsKey),
-    );
-    current.replaceWith(fresh);
-    for (const details of fresh.querySelectorAll("details[data-details-key]")) {
-      if (opened.has(details.dataset.detailsKey)) details.open = true;
-    }
-    for (const [key, field] of draftFields(fresh)) {
-      if (drafts.has(key)) field.value = drafts.get(key);
-      if (focus && focus.key === key) {
-        field.focus();
-        field.setSelectionRange(focus.start, focus.end);
-      }
-    }
+    replacePreserving(current, fresh);
     this.onSwap(fresh);
     fresh.dataset.refreshedAt = new Date().toISOString();
+  }
+}
+
+// Put `fresh` where `current` is, keeping what the person was doing in it: the text they
+// typed into its forms (by data-form-key and field name), the field that had the focus and
+// its selection, and the "Actions" disclosures they opened (by data-details-key).
+export function replacePreserving(current, fresh) {
+  const drafts = new Map();
+  let focus = null;
+  for (const [key, field] of draftFields(current)) {
+    if (field.value) drafts.set(key, field.value);
+    if (field === document.activeElement) {
+      focus = { key, start: field.selectionStart, end: field.selectionEnd };
+    }
+  }
+  const opened = new Set(
+    [...current.querySelectorAll("details[data-details-key][open]")].map((d) => d.dataset.detailsKey),
+  );
+  current.replaceWith(fresh);
+  for (const details of fresh.querySelectorAll("details[data-details-key]")) {
+    if (opened.has(details.dataset.detailsKey)) details.open = true;
+  }
+  for (const [key, field] of draftFields(fresh)) {
+    if (drafts.has(key)) field.value = drafts.get(key);
+    if (focus && focus.key === key) {
+      field.focus();
+      field.setSelectionRange(focus.start, focus.end);
+    }
   }
 }

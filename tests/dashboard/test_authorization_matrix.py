@@ -97,7 +97,11 @@ def pages(
     g = f"/groups/{group_id}"
     return [
         f"{g}/",
-        f"{g}/work/",
+        f"{g}/approval-queue/",
+        f"{g}/missions/",
+        f"{g}/work-items/",
+        f"{g}/live/mission-rows/?mission={mission}&work_item={item}",
+        f"{g}/live/work-item-rows/?work_item={item}",
         f"{g}/work-items/{item}/",
         f"{g}/work-items/{item}/section/",
         f"{g}/work-items/{gated}/approval/",
@@ -194,7 +198,7 @@ def test_another_groups_ids_under_this_group_are_404_and_leak_nothing(matrix: Ma
         mission=matrix.b_mission,
         digest=matrix.b_artifact,
     )
-    for path in crossed[2:]:  # the first two are the group's own lists
+    for path in crossed[6:]:  # the first six are the group's own lists and rows
         response = client.get(path)
         assert response.status_code == 404, path
         assert SECRET.encode() not in response.content, path
@@ -206,8 +210,24 @@ def test_another_groups_ids_under_this_group_are_404_and_leak_nothing(matrix: Ma
         assert response.status_code == 404, path
     assert heads(matrix) == before
     # and the lists of A, the inbox and the review queue hold nothing of B
-    for path in (f"/groups/{matrix.a.group}/", f"/groups/{matrix.a.group}/work/", "/", "/reviews/"):
-        assert SECRET.encode() not in client.get(path).content, path
+    a = f"/groups/{matrix.a.group}"
+    lists = (
+        f"{a}/",
+        f"{a}/approval-queue/",
+        f"{a}/missions/",
+        f"{a}/work-items/",
+        "/",
+        "/reviews/",
+    )
+    for path in (
+        *lists,
+        f"{a}/missions/?q={matrix.b_mission}",
+        f"{a}/live/mission-rows/?mission={matrix.b_mission}&work_item={matrix.b_item}",
+        f"{a}/live/work-item-rows/?work_item={matrix.b_item}",
+    ):
+        response = client.get(path)
+        assert SECRET.encode() not in response.content, path
+        assert matrix.b_item.encode() not in response.content, path
 
 
 @pytest.mark.parametrize(

@@ -78,11 +78,12 @@ def grants(group: str) -> list[dict[str, object]]:
 # --- the group page -------------------------------------------------------------------------
 
 
-def test_group_page_lists_each_missions_work_items_with_state_owner_epoch_offers_and_links(
+def test_group_page_shows_the_newest_missions_as_rows_and_each_item_on_its_page(
     owners: Owners,
 ) -> None:
-    """wire§4 work-items, R10.2, R10.3, R10.4: under its mission, each WorkItem shows its state,
-    revision, owner, ownership epoch, its offers with their status and its dependencies."""
+    """wire§4 work-items, R10.2, R10.3, R10.4: the group page lists the newest missions, each
+    with its WorkItems counted by state; a WorkItem's state, revision, owner, ownership epoch,
+    offers and dependencies are on its own page, linked from the WorkItem list."""
     world = owners.dash.world
     m1 = wf.mission(world)
     base = wf.queued(world, m1)
@@ -90,41 +91,41 @@ def test_group_page_lists_each_missions_work_items_with_state_owner_epoch_offers
     offered = wf.authorize(world, m1)
     wf.offer(world, offered)
     m2 = wf.mission(world)
+    client = logged_in(owners.dash.maria)
 
-    html = page(logged_in(owners.dash.maria), f"/groups/{owners.group}/")
-
-    mission = element(html, "data-mission", m1)
-    assert [base, waiting, offered] == re.findall(r'data-work-item="([^"]+)"', mission)
-    row = text(element(mission, "data-work-item", base))
-    assert "queued" in row
-    assert "rev 1" in row
-    assert "owner agent:w2" in row
-    assert "ownership epoch 1" in row
-    assert "agent:w2 · accepted" in row
-    dependent = element(mission, "data-work-item", waiting)
-    assert 'data-state="open"' in dependent
-    assert "owner —" in text(dependent)
-    assert f'href="/groups/{owners.group}/work-items/{base}/"' in dependent
-    assert f"depends on {base} queued" in text(dependent)
-    assert "agent:w2 · open" in text(element(mission, "data-work-item", offered))
-    assert "No WorkItems yet." in text(element(html, "data-mission", m2))
+    html = page(client, f"/groups/{owners.group}/")
+    row = text(element(html, "data-mission", m1))
+    assert "0 of 3 WorkItems finished" in row
+    assert "1 open" in row and "1 offered" in row and "1 queued" in row  # noqa: PT018
+    assert "No WorkItems yet" in text(element(html, "data-mission", m2))
     assert html.index(f'data-mission="{m2}"') < html.index(f'data-mission="{m1}"')  # newest first
 
+    listed = page(client, f"/groups/{owners.group}/work-items/?mission={m1}")
+    assert re.findall(r'id="item-row-([^"]+)"', listed) == [offered, waiting, base]
+    assert f'href="/groups/{owners.group}/work-items/{base}/"' in listed
+    body = page(client, f"/groups/{owners.group}/work-items/{base}/")
+    assert "rev 1" in text(body) or "revision 1" in text(body)
+    assert "agent:w2 · accepted" in text(element(body, "data-field", "offers"))
+    dependent = page(client, f"/groups/{owners.group}/work-items/{waiting}/")
+    assert f"{base} queued" in text(element(dependent, "data-field", "depends_on"))
 
-def test_the_work_partial_is_the_same_section_alone_for_live_refreshes(owners: Owners) -> None:
-    """wire§7, R16-09: ``GET /groups/<g>/work/`` renders only the work section (what the page
-    swaps in when events arrive), with the current state."""
+
+def test_the_approval_queue_partial_is_the_same_section_alone_for_live_refreshes(
+    owners: Owners,
+) -> None:
+    """wire§7, R16-09: ``GET /groups/<g>/approval-queue/`` renders only the approval queue
+    (what the page swaps in when events arrive), with the current state."""
     world = owners.dash.world
-    item = wf.queued(world, wf.mission(world))
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(approvals=2))
     client = logged_in(owners.dash.maria)
-    before = page(client, f"/groups/{owners.group}/work/").strip()
-    assert before.startswith('<div class="work" id="work-items"')
-    assert element(before, "id", "work-items") == before
-    assert 'data-state="queued"' in element(before, "data-work-item", item)
+    before = page(client, f"/groups/{owners.group}/approval-queue/").strip()
+    assert before.startswith("{#") is False
+    assert element(before, "id", "approval-queue").strip() == before[before.index("<section") :]
+    assert "0/2 approvals" in text(element(before, "data-work-item", item))
 
-    wf.start(world, item)
-    after = page(client, f"/groups/{owners.group}/work/")
-    assert 'data-state="active"' in element(after, "data-work-item", item)
+    wf.approve(owners.petra, world.group, item)
+    after = page(client, f"/groups/{owners.group}/approval-queue/")
+    assert "1/2 approvals" in text(element(after, "data-work-item", item))
 
 
 def test_a_child_mission_is_linked_from_its_parent_work_item_and_back(owners: Owners) -> None:
@@ -144,13 +145,14 @@ def test_a_child_mission_is_linked_from_its_parent_work_item_and_back(owners: Ow
             "failure_policy": "block_parent",
         },
     )
-    html = page(logged_in(owners.dash.maria), f"/groups/{owners.group}/")
-    row = element(element(html, "data-mission", parent), "data-work-item", item)
-    assert 'data-state="blocked"' in row
-    assert f'href="/groups/{owners.group}/#mission-{child}"' in row
-    assert "running" in text(element(row, "data-field", "child"))
-    child_block = element(html, "data-mission", child)
-    assert f'href="/groups/{owners.group}/work-items/{item}/"' in child_block
+    client = logged_in(owners.dash.maria)
+    html = page(client, f"/groups/{owners.group}/work-items/{item}/")
+    assert "state--blocked" in element(html, "data-field", "state")
+    link = element(html, "data-field", "child")
+    assert "running" in text(link)
+    assert f"/groups/{owners.group}/missions/{child}/" in link
+    child_page = page(client, f"/groups/{owners.group}/missions/{child}/")
+    assert f'href="/groups/{owners.group}/work-items/{item}/"' in child_page
 
 
 # --- one WorkItem -----------------------------------------------------------------------------
@@ -275,9 +277,8 @@ def test_waiting_for_approval_lists_queued_gated_items_short_of_approvals(owners
     assert "risk high" in entry
     for other in (ungated, enough, offered):
         assert f'data-work-item="{other}"' not in queue
-    assert "1/1 approvals" in text(
-        element(element(html, "data-mission", m), "data-work-item", enough)
-    )
+    listed = page(logged_in(owners.petra), f"/groups/{owners.group}/work-items/?mission={m}")
+    assert "1/1 approvals" in text(element(listed, "data-work-item", enough))
 
 
 def test_a_mission_owner_grants_execution_from_the_form(owners: Owners) -> None:

@@ -68,7 +68,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     comment = waiting.get_by_label(f"Comment on approving {work.gated}")
     comment.fill("Checked the blast radius: read-only.")
     # An event arrives while she types: the section is swapped, her comment stays.
-    section = page.locator("#work-items")
+    section = page.locator("#approval-queue")
     in_plain_thread(
         wf.submit,
         world.w1,
@@ -90,8 +90,10 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     waiting = page.locator(f'#approval-queue li.approval-item[data-work-item="{work.gated}"]')
     expect(waiting.locator('[data-field="approvals"]')).to_have_text("1/2 approvals")
     expect(waiting).to_contain_text("You approved revision 1")
-    row = page.locator(f'#work-items li.work-item[data-work-item="{work.gated}"]')
-    expect(row.locator('[data-field="approvals"]')).to_have_text("1/2 approvals")
+    # the mission's row counts its WorkItems by state, re-rendered alone when they change
+    row = page.locator(f'#missions-rows li.mission-row[data-mission="{work.mission}"]')
+    expect(row.locator('[data-field="progress"]')).to_have_text("0 of 3 WorkItems finished")
+    expect(row).to_contain_text("2 queued")
     granted = in_plain_thread(
         lambda: list(
             Event.objects.filter(
@@ -107,12 +109,11 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     expect(page.locator("#approval-queue li.approval-item")).to_have_count(
         0, timeout=LIVE_TIMEOUT_MS
     )
-    expect(row.locator('[data-field="approvals"]')).to_have_text("2/2 approvals")
-    expect(row).to_have_attribute("data-state", "queued")
 
     in_plain_thread(wf.start, world, work.gated)
-    expect(row).to_have_attribute("data-state", "active", timeout=LIVE_TIMEOUT_MS)
-    expect(row.locator('[data-field="state"]')).to_have_text("active")
+    expect(row).to_contain_text("1 active", timeout=LIVE_TIMEOUT_MS)
+    expect(row).to_contain_text("1 queued")
+    expect(row).to_have_attribute("data-refreshed-at", re.compile(".+"))
     assert page.evaluate("() => window.__sameDocument") is True
     snap(page, "work-group-page")
 

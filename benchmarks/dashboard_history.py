@@ -7,8 +7,8 @@ fan-in of dependencies; each offered, accepted, started, reported, charged, subm
 checked by the authority, reviewed by the human reviewer and accepted; then the mission
 approved; and three more WorkItems of low, high and critical urgency authorised and dropped
 before anyone was offered them, so the group holds six WorkItems per mission and its lists
-have something to filter). Its events are then cloned as many times as the log needs: each clone is the
-template's events with fresh identifiers (mission, WorkItems, offers, leases, commands,
+have something to filter). Its events are then cloned as many times as the log needs: each
+clone is the template's events with fresh identifiers (mission, WorkItems, offers, leases, commands,
 events), the ``submission`` sequences they cite shifted with them, new times one
 microsecond apart, and the hash chain computed by the protocol's :func:`event_hash`. The
 clones share the template's input and report artifacts (many missions read the same

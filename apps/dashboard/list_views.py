@@ -12,12 +12,13 @@ changed, not on how many missions the group holds.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_GET
 
 from apps.ledger.write_path import Caller
@@ -48,68 +49,89 @@ def member_principals(group_id: str) -> list[str]:
     )
 
 
-def _list_context(
-    request: HttpRequest, membership: Membership, form: Any, listing: listings.Listing, head: int
-) -> dict[str, Any]:
-    group = membership.group_id
-    return {
-        "group": membership.group,
-        "membership": membership,
-        "form": form,
-        "listing": listing,
-        "query": _query_without_page(request),
-        "members": member_principals(group),
-        "return_to": request.get_full_path(),
-        "stream": {
-            "group": group,
-            "head_sequence": head,
-            "principal": Caller.for_user(request.user).principal,
-            "live_inserts": listing.live_inserts,
-            "per_page": listing.page.paginator.per_page,
+@dataclass(frozen=True)
+class ListScreen:
+    """What differs between the mission list and the WorkItem list."""
+
+    kind: str  # "missions" or "work-items": element ids, the list's route name
+    title: str
+    noun: str
+    form: type[MissionFilterForm] | type[WorkItemFilterForm]
+    listing: Callable[..., listings.Listing]
+    row_template: str
+    rows_route: str
+
+
+MISSIONS = ListScreen(
+    "missions",
+    "Missions",
+    "missions",
+    MissionFilterForm,
+    listings.mission_listing,
+    "dashboard/lists/mission-row.html",
+    "dashboard:live-mission-rows",
+)
+WORK_ITEMS = ListScreen(
+    "work-items",
+    "WorkItems",
+    "WorkItems",
+    WorkItemFilterForm,
+    listings.work_item_listing,
+    "dashboard/lists/work-item-row.html",
+    "dashboard:live-work-item-rows",
+)
+
+
+def _list_page(request: HttpRequest, group: str, screen: ListScreen) -> HttpResponse:
+    membership = access_membership(request, group)
+    head = selectors.timeline_head(group)  # before the projections: see views.group_detail
+    form = screen.form(request.GET or None)
+    listing = screen.listing(
+        group,
+        form.filters(),
+        viewer=_viewer(request, membership),
+        membership=membership,
+        page=request.GET.get("page") or 1,
+    )
+    return render(
+        request,
+        "dashboard/lists/page.html",
+        {
+            "group": membership.group,
+            "membership": membership,
+            "screen": screen,
+            "kind": screen.kind,
+            "noun": screen.noun,
+            "action": reverse(f"dashboard:{screen.kind}", args=[group]),
+            "rows_url": reverse(screen.rows_route, args=[group]),
+            "form": form,
+            "listing": listing,
+            "query": _query_without_page(request),
+            "members": member_principals(group),
+            "return_to": request.get_full_path(),
+            "stream": {
+                "group": group,
+                "head_sequence": head,
+                "principal": Caller.for_user(request.user).principal,
+                "live_inserts": listing.live_inserts,
+                "per_page": listing.page.paginator.per_page,
+            },
         },
-    }
+    )
 
 
 @login_required
 @require_GET
 def mission_list(request: HttpRequest, group: str) -> HttpResponse:
     """Every mission of the group, newest first, a page at a time, filtered and searched."""
-    membership = access_membership(request, group)
-    head = selectors.timeline_head(group)  # before the projections: see views.group_detail
-    form = MissionFilterForm(request.GET or None)
-    listing = listings.mission_listing(
-        group,
-        form.filters(),
-        viewer=_viewer(request, membership),
-        membership=membership,
-        page=request.GET.get("page") or 1,
-    )
-    return render(
-        request,
-        "dashboard/lists/missions.html",
-        _list_context(request, membership, form, listing, head),
-    )
+    return _list_page(request, group, MISSIONS)
 
 
 @login_required
 @require_GET
 def work_item_list(request: HttpRequest, group: str) -> HttpResponse:
     """Every WorkItem of the group, newest first, a page at a time, filtered and searched."""
-    membership = access_membership(request, group)
-    head = selectors.timeline_head(group)
-    form = WorkItemFilterForm(request.GET or None)
-    listing = listings.work_item_listing(
-        group,
-        form.filters(),
-        viewer=_viewer(request, membership),
-        membership=membership,
-        page=request.GET.get("page") or 1,
-    )
-    return render(
-        request,
-        "dashboard/lists/work-items.html",
-        _list_context(request, membership, form, listing, head),
-    )
+    return _list_page(request, group, WORK_ITEMS)
 
 
 def _ids(request: HttpRequest, name: str) -> list[str]:

@@ -17,7 +17,7 @@ finished (R10.2-22), whoever may approve it.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +202,26 @@ def mission_rows(group_id: str, missions: Iterable[Mission], viewer: Viewer) -> 
     ]
 
 
+def _listing(
+    group_id: str,
+    model: type[Mission] | type[WorkItem],
+    rows: QuerySet[Any],
+    filters: MissionFilters | WorkItemFilters,
+    render: Callable[[QuerySet[Any]], Sequence[Any]],
+    *,
+    page: object,
+    per_page: int | None,
+) -> Listing:
+    """One page of ``rows`` (``render`` turns it into list rows), and how many the group
+    holds in all (the paginator's count unless filters narrow it)."""
+    paginator = Paginator(rows, per_page or PER_PAGE)
+    shown = paginator.get_page(page)
+    total = model.objects.filter(group_id=group_id).count() if filters.any else paginator.count
+    return Listing(
+        page=shown, rows=render(shown.object_list), filters=filters, total_in_group=total
+    )
+
+
 def mission_listing(
     group_id: str,
     filters: MissionFilters,
@@ -212,18 +232,14 @@ def mission_listing(
     per_page: int | None = None,
 ) -> Listing:
     waiting = waiting_on(viewer.caller, membership) if filters.waiting else None
-    rows = filtered_missions(group_id, filters, waiting=waiting)
-    paginator = Paginator(rows, per_page or PER_PAGE)
-    shown = paginator.get_page(page)
-    return Listing(
-        page=shown,
-        rows=mission_rows(group_id, shown.object_list, viewer),
-        filters=filters,
-        total_in_group=(
-            paginator.count
-            if not filters.any
-            else Mission.objects.filter(group_id=group_id).count()
-        ),
+    return _listing(
+        group_id,
+        Mission,
+        filtered_missions(group_id, filters, waiting=waiting),
+        filters,
+        lambda shown: mission_rows(group_id, shown, viewer),
+        page=page,
+        per_page=per_page,
     )
 
 
@@ -338,18 +354,14 @@ def work_item_listing(
     per_page: int | None = None,
 ) -> Listing:
     waiting = waiting_on(viewer.caller, membership) if filters.waiting else None
-    rows = filtered_work_items(group_id, filters, waiting=waiting)
-    paginator = Paginator(rows, per_page or PER_PAGE)
-    shown = paginator.get_page(page)
-    return Listing(
-        page=shown,
-        rows=work_item_rows(shown.object_list),
-        filters=filters,
-        total_in_group=(
-            paginator.count
-            if not filters.any
-            else WorkItem.objects.filter(group_id=group_id).count()
-        ),
+    return _listing(
+        group_id,
+        WorkItem,
+        filtered_work_items(group_id, filters, waiting=waiting),
+        filters,
+        work_item_rows,
+        page=page,
+        per_page=per_page,
     )
 
 

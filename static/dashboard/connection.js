@@ -17,6 +17,13 @@ export function dropActions(root = document.querySelector("main")) {
   document.body.dataset.membership = "revoked";
   for (const form of root.querySelectorAll("form")) form.remove();
   for (const actions of root.querySelectorAll(".mission-actions, [data-member-action]")) actions.remove();
+  // The roles the header names are no longer held.
+  for (const roles of root.querySelectorAll(".group-header .roles")) {
+    const chip = document.createElement("span");
+    chip.className = "role role--revoked";
+    chip.textContent = "membership revoked";
+    roles.replaceChildren(chip);
+  }
   const notice = document.createElement("p");
   notice.className = "note note--refused revoked-notice";
   notice.setAttribute("role", "alert");

@@ -5,9 +5,7 @@
 // anywhere else a notice counts them. When the viewer's own membership changes, every row on
 // the page is asked for again: what they may do in it may have changed.
 
-import { replacePreserving } from "./live-section.js";
-
-const DEBOUNCE_MS = 150;
+import { debouncedOneAtATime, fetchFragment, leavingTracker, replacePreserving } from "./live-section.js";
 // Events of these families may change a row; the rest (budgets, sessions…) never do.
 const FAMILIES = new Set(["work", "mission", "approval", "lease", "evidence", "review", "membership"]);
 // The event that brings a new row into each kind of list, and the payload field naming it.
@@ -38,12 +36,8 @@ export class LiveRows {
     this.created = new Set();
     this.everything = false;
     this.newCount = 0;
-    this.timer = null;
-    this.running = false;
-    this.again = false;
-    this.leaving = false;
-    document.addEventListener("submit", () => (this.leaving = true));
-    window.addEventListener("pageshow", () => (this.leaving = false));
+    this.page = leavingTracker();
+    this.schedule = debouncedOneAtATime(() => this.refresh());
   }
 
   rowIds() {
@@ -64,8 +58,7 @@ export class LiveRows {
     }
     for (const id of named(payload.mission)) this.pending.mission.add(id);
     for (const id of named(payload.work_item)) this.pending.work_item.add(id);
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.refresh(), DEBOUNCE_MS);
+    this.schedule();
   }
 
   // The query for the rows to ask for; null when nothing on this page can have changed.
@@ -101,31 +94,10 @@ export class LiveRows {
   }
 
   async refresh() {
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = true;
-    try {
-      const params = this.query();
-      if (params) {
-        const response = await fetch(this.url + "?" + params, {
-          credentials: "same-origin",
-          cache: "no-store",
-          headers: { Accept: "text/html" },
-        });
-        // 404: the membership is gone; the stream says so and the page drops its actions.
-        if (response.ok && !this.leaving) this.swap(await response.text());
-      }
-    } catch {
-      // Offline: the stream reconnects and replays what was missed, which asks again.
-    } finally {
-      this.running = false;
-      if (this.again) {
-        this.again = false;
-        this.refresh();
-      }
-    }
+    const params = this.query();
+    if (!params) return;
+    const html = await fetchFragment(this.url + "?" + params);
+    if (html !== null && !this.page.leaving) this.swap(html);
   }
 
   swap(html) {

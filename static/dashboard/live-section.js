@@ -19,6 +19,56 @@ function draftFields(root) {
   return fields;
 }
 
+// Fetch a server-rendered fragment as HTML; null unless 200 (404: the membership is gone,
+// and the stream says so; the page stays as it was).
+export async function fetchFragment(url) {
+  const response = await fetch(url, {
+    credentials: "same-origin",
+    cache: "no-store",
+    headers: { Accept: "text/html" },
+  });
+  return response.ok ? response.text() : null;
+}
+
+// `task` (async) run one at a time, debounced: a call while it runs asks for one more run
+// once it is done, so the last run always starts after the last call.
+export function debouncedOneAtATime(task, delayMs = DEBOUNCE_MS) {
+  let running = false;
+  let again = false;
+  let timer = null;
+  const run = async () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await task();
+    } catch {
+      // Offline: the stream reconnects and replays what was missed, which asks again.
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        run();
+      }
+    }
+  };
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(run, delayMs);
+  };
+}
+
+// Whether the page is being left by a form's submission: a section must not be swapped
+// out from under the browser then (it comes back from the back/forward cache unchanged).
+export function leavingTracker() {
+  const state = { leaving: false };
+  document.addEventListener("submit", () => (state.leaving = true));
+  window.addEventListener("pageshow", () => (state.leaving = false));
+  return state;
+}
+
 export class LiveSection {
   // elementId: the section's root (it carries data-refresh-url; the response's root has the
   // same id). families: event-type prefixes that matter. matches(event): a finer filter.
@@ -28,13 +78,8 @@ export class LiveSection {
     this.families = new Set(families);
     this.matches = matches;
     this.onSwap = onSwap;
-    this.timer = null;
-    this.running = false;
-    this.again = false;
-    this.leaving = false;
-    // A form being submitted must not be swapped out from under the browser.
-    document.addEventListener("submit", () => (this.leaving = true));
-    window.addEventListener("pageshow", () => (this.leaving = false));
+    this.page = leavingTracker();
+    this.schedule = debouncedOneAtATime(() => this.refresh());
   }
 
   get element() {
@@ -43,33 +88,12 @@ export class LiveSection {
 
   notify(event) {
     if (!this.families.has(familyOf(event.type)) || !this.matches(event)) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.refresh(), DEBOUNCE_MS);
+    this.schedule();
   }
 
   async refresh() {
-    if (this.running) {
-      this.again = true; // refresh once more when this one is done
-      return;
-    }
-    this.running = true;
-    try {
-      const response = await fetch(this.element.dataset.refreshUrl, {
-        credentials: "same-origin",
-        cache: "no-store",
-        headers: { Accept: "text/html" },
-      });
-      // 404: the membership is gone; the stream says so, the section stays as it was.
-      if (response.ok && !this.leaving) this.swap(await response.text());
-    } catch {
-      // Offline: the stream reconnects and replays what was missed, which refreshes again.
-    } finally {
-      this.running = false;
-      if (this.again) {
-        this.again = false;
-        this.refresh();
-      }
-    }
+    const html = await fetchFragment(this.element.dataset.refreshUrl);
+    if (html !== null && !this.page.leaving) this.swap(html);
   }
 
   swap(html) {

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -111,13 +111,12 @@ class MissionRow:
 
 @dataclass(frozen=True)
 class Listing:
-    """One page of a list, the filters that made it, and the total they match."""
+    """One page of a list, the filters that made it, and how many the group holds in all."""
 
     page: Page
     rows: Sequence[Any]
     filters: MissionFilters | WorkItemFilters
     total_in_group: int
-    query: dict[str, str] = field(default_factory=dict)  # the filters as URL parameters
 
     @property
     def live_inserts(self) -> bool:

@@ -54,9 +54,7 @@ class Mission(models.Model):
         #: the dashboard's mission list pages newest first, by state or by creator (issue 13)
         indexes: ClassVar = [
             models.Index(fields=["group", "created_sequence"], name="mission_group_newest"),
-            models.Index(
-                fields=["group", "state", "created_sequence"], name="mission_group_state"
-            ),
+            models.Index(fields=["group", "state", "created_sequence"], name="mission_group_state"),
             models.Index(fields=["group", "created_by"], name="mission_group_creator"),
         ]
 

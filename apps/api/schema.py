@@ -268,6 +268,12 @@ class WorkItemSerializer(serializers.Serializer):
     failed_review = serializers.DictField(
         allow_null=True, help_text="{by, sequence, recorded_at, evidence} (R13.2-03)"
     )
+    schedule = serializers.DictField(
+        allow_null=True,
+        help_text="the owner's latest work.schedule_disclosed: {ownership_epoch, "
+        "estimated_start {earliest, latest}, estimated_completion, confidence, capacity_state, "
+        "computed_at, compute_seconds?, by, sequence, recorded_at} (R11.2-01)",
+    )
 
 
 class CapabilityCheckRequestSerializer(serializers.Serializer):

@@ -26,6 +26,7 @@ from .work import (
     planning,
     reservations,
     review,
+    schedule,
     submission,
 )
 
@@ -208,6 +209,15 @@ _SPECS = (
         execution.decide_checkpoint,
     ),
     _spec("work.block", WORKER, execution.validate_block, checks.item_keys, execution.decide_block),
+    # R11.2-01, R11.2-02: the owner's estimate, judged by ownership epoch (no lease needed:
+    # a queued item has none yet)
+    _spec(
+        schedule.DISCLOSE,
+        WORKER,
+        schedule.validate_disclose,
+        checks.item_keys,
+        schedule.decide_disclose,
+    ),
     _spec(
         "work.unblock",
         COORDINATOR,

@@ -134,6 +134,9 @@ IN_STATE: dict[str, frozenset[str]] = {
     "capability.issue": frozenset({ACTIVE}),
     "work.progress": frozenset({ACTIVE}),
     "work.usage": frozenset({ACTIVE}),
+    # R11.2-01: wherever the owner still holds the item and its schedule can change — waiting
+    # in its queue, running, or blocked under its bounded blocked lease
+    "work.disclose_schedule": frozenset({QUEUED, ACTIVE, BLOCKED}),
     "evidence.record": frozenset({SUBMITTED}),
     "work.message": frozenset(STATES),
 }

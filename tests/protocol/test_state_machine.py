@@ -83,6 +83,7 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "capability.issue": ("capability.issued",),
     "work.progress": ("work.progress_reported",),
     "work.usage": ("work.usage_recorded",),
+    "work.disclose_schedule": ("work.schedule_disclosed",),
     "evidence.record": ("evidence.recorded",),
     "work.message": ("work.message_posted",),
     "work.reassign": ("work.reassigned", "work.offered"),
@@ -101,7 +102,7 @@ NEEDS_NO_ITEM = frozenset({"work.propose", "work.authorize", "mission.fail", "mi
 #: wire.md §9 "owner" commands
 OWNER_COMMANDS = (
     "work.start", "lease.renew", "work.progress", "work.usage", "work.checkpoint", "work.block",
-    "work.submit", "capability.issue",
+    "work.submit", "capability.issue", "work.disclose_schedule",
 )  # fmt: skip
 
 PRECEDENCE: dict[tuple[str, str], tuple[ErrorCode, str]] = {

@@ -35,6 +35,7 @@ from missionweave.protocol.missions.model import mission_key
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.items import work_item_key
 from missionweave.protocol.work.proposals import proposal_key
+from missionweave.protocol.work.schedule import disclosure_body
 
 from .deciders import GROUP, NOW, Scenario
 
@@ -469,6 +470,23 @@ def _progress_fields(story: WorkStory) -> dict[str, Any]:
     }
 
 
+def _disclose(story: WorkStory, **_: Any) -> Call:
+    """The owner's schedule disclosure (R11.2-01), by ownership epoch: no lease needed."""
+    now = story.driver.now()
+    body = disclosure_body(
+        work_item=story.item,
+        ownership_epoch=story.epoch or 1,
+        earliest_start=now,
+        latest_start=now + timedelta(minutes=30),
+        estimated_completion=now + timedelta(hours=2),
+        confidence=0.8,
+        capacity_state="busy",
+        computed_at=now,
+        compute_seconds=0.004,
+    )
+    return Call("work.disclose_schedule", story.owner_actor, body)
+
+
 def _submit_fields(story: WorkStory) -> dict[str, Any]:
     return {
         "artifacts": [artifact_digest(b"summary.md")],
@@ -603,6 +621,7 @@ CALLS: dict[str, Callable[..., Call]] = {
         lambda story: {"required_resolution": "access to archive", "checkpoint": checkpoint()},
     ),
     "work.submit": _owner_call("work.submit", _submit_fields),
+    "work.disclose_schedule": _disclose,
     "work.unblock": _unblock,
     "evidence.record": _evidence_record,
     "work.accept_result": _accept_result,

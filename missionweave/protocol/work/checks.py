@@ -85,6 +85,26 @@ def require_owner(item: WorkItem, actor: str) -> None:
     )
 
 
+def check_ownership_epoch(body: dict[str, Any]) -> int:
+    """The body's ``ownership_epoch``: a positive integer (a bool or ``"1"`` is MALFORMED)."""
+    epoch = body["ownership_epoch"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        raise malformed("ownership_epoch is a positive integer", "$.ownership_epoch")
+    return epoch
+
+
+def require_current_epoch(item: WorkItem, epoch: int) -> None:
+    """R11.3-01: an owner's command without a lease (``work.start``, a schedule disclosure)
+    names the current ownership epoch; an older one is ``STALE_OWNERSHIP``."""
+    if epoch != item.ownership_epoch:
+        raise ProtocolError(
+            ErrorCode.STALE_OWNERSHIP,
+            f"ownership epoch {epoch} is not the current one",
+            requirement="R11.3-01",
+            details={"ownership_epoch": item.ownership_epoch},
+        )
+
+
 def require_current_lease_id(item: WorkItem, lease_id: str) -> None:
     """R11.3-04, R11.3-05: the owner's command carries the current lease id."""
     if item.lease is None or item.lease.lease_id != lease_id:

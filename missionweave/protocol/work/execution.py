@@ -22,10 +22,12 @@ from ..validation import (
 from .approvals import require_not_refused
 from .checks import (
     approvals_required,
+    check_ownership_epoch,
     digests,
     lease_ttl,
     no_private_reasoning,
     owner_with_lease,
+    require_current_epoch,
     require_item,
     require_owner,
     start_deadline_for,
@@ -44,9 +46,7 @@ LINK_USAGE = "link.child_usage"
 def validate_start(body: dict[str, Any]) -> None:
     check_fields(body, required=("work_item", "ownership_epoch"), optional=("lease_ttl_s",))
     check_id(body["work_item"], "$.work_item")
-    epoch = body["ownership_epoch"]
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-        raise malformed("ownership_epoch is a positive integer", "$.ownership_epoch")
+    check_ownership_epoch(body)
     lease_ttl(body)
 
 
@@ -85,13 +85,7 @@ def unmet_dependencies(view: View, item: WorkItem) -> list[str]:
 def decide_start(view: View, command: Command) -> Decision:
     item = require_item(view, command.body["work_item"])
     require_owner(item, command.actor)
-    if command.body["ownership_epoch"] != item.ownership_epoch:
-        raise ProtocolError(
-            ErrorCode.STALE_OWNERSHIP,
-            f"ownership epoch {command.body['ownership_epoch']} is not the current one",
-            requirement="R11.3-01",
-            details={"ownership_epoch": item.ownership_epoch},
-        )
+    require_current_epoch(item, command.body["ownership_epoch"])
     S.require_state(command.type, item.state, work_item=item.id)
     require_retry_due(item, command.now)
     require_not_refused(item)  # R10.2-06: a refused revision never starts

@@ -18,6 +18,7 @@ from .approvals import APPROVAL_LOG_LIMIT, GRANTED, REFUSED, decision_entry
 from .assessment import REQUESTED, fresh_review, with_evidence, with_request
 from .items import Lease, Offer, WorkItem, work_item_key
 from .reservations import RELEASED, RESERVED, reservation_entry
+from .schedule import DISCLOSED, FIELDS
 
 HISTORY_LIMIT = 200  # the projection keeps the latest events; the log keeps them all
 LEASE_HISTORY_LIMIT = 50  # closed leases kept on the projection (the log keeps every one)
@@ -53,7 +54,10 @@ def _set_offer(item: WorkItem, offer_id: str, **changes: Any) -> tuple[Offer, ..
 
 
 def _fence(item: WorkItem, fact: Fact) -> WorkItem:
-    """Clear the owner (kept as a former owner): its later commands are STALE_OWNERSHIP."""
+    """Clear the owner (kept as a former owner): its later commands are STALE_OWNERSHIP.
+
+    Its schedule disclosure goes too: it was that owner's estimate (R11.2-01), never the next
+    owner's."""
     if item.owner is None:
         return item
     former = (
@@ -68,6 +72,7 @@ def _fence(item: WorkItem, fact: Fact) -> WorkItem:
         lease=_close_lease(item, "revoked", fact),
         start_deadline=None,
         retry_at=None,
+        schedule=None,
     )
 
 
@@ -260,6 +265,16 @@ def _progress_reported(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     progress = {name: p[name] for name in PROGRESS_FIELDS if name in p}
     progress.update(by=fact.actor, sequence=fact.sequence, recorded_at=fact.recorded_at)
     return replace(item, progress=progress)
+
+
+@evolves(DISCLOSED, aggregate=WORK_ITEM)
+def _schedule_disclosed(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """The owner's latest estimate replaces the previous one; it moves nothing (R11.2-01).
+    Only the declared fields are kept, whatever a payload holds (R11.2-02)."""
+    p = fact.payload
+    schedule = {name: p[name] for name in FIELDS if name in p and name != "work_item"}
+    schedule.update(by=fact.actor, sequence=fact.sequence, recorded_at=fact.recorded_at)
+    return replace(item, schedule=schedule)
 
 
 @evolves(*sorted(CHARGE_EVENTS), aggregate=WORK_ITEM)

@@ -153,6 +153,9 @@ class WorkItem:
     accepted_review: dict[str, Any] | None = None
     #: the latest sending back of a submission: {by, sequence, recorded_at, evidence}
     failed_review: dict[str, Any] | None = None
+    #: the current owner's latest schedule disclosure (R11.2-01): the body's fields but
+    #: ``work_item``, plus {by, sequence, recorded_at}; cleared when the owner is fenced
+    schedule: dict[str, Any] | None = None
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -231,6 +234,7 @@ class WorkItem:
             "progress": self.progress,
             "accepted_review": self.accepted_review,
             "failed_review": self.failed_review,
+            "schedule": self.schedule,
         }
 
     @classmethod
@@ -280,4 +284,5 @@ class WorkItem:
             progress=data.get("progress"),
             accepted_review=data.get("accepted_review"),
             failed_review=data.get("failed_review"),
+            schedule=data.get("schedule"),
         )

@@ -1,0 +1,814 @@
+"""Isolated execution slots (R11.1-04, R11.1-11, R11.1-12, R0-08; MWP-WRK-011).
+
+A Worker runs at most its Agent Card's ``max_concurrency`` WorkItems at once (R11.1-11), each
+in a slot. Each active slot isolates its mission context, its credentials (capability tokens),
+its checkpoints, its tool budgets and its side-effect keys from every other slot (R11.1-12).
+The runtime enforces that, not the handler's good manners: a handler receives one
+``SlotContext`` and does everything through it.
+
+- **Mission context**: a frozen deep copy (read-only mappings and tuples), so nothing a
+  handler holds is shared with another slot or with the caller's ``Assignment``.
+- **Credentials**: ``tokens()`` returns a fresh copy of this slot's tokens only; the slot
+  keeps them in ``bytearray``s that release overwrites with zeros.
+- **Files**: one directory per slot (``root/slots/<id>``, mode 0700). Every path is walked
+  component by component from the slot directory with ``O_NOFOLLOW`` and ``dir_fd``: absolute
+  paths, ``..``, symlinks (at any depth, so a swap between check and use cannot redirect it)
+  and hard-linked files are refused. The directory is scratch: release removes it.
+- **Checkpoints**: written durably (fsync, atomic rename, fsync of the directory) under
+  ``root/checkpoints/<item key>``, keyed by Group and WorkItem, never reachable through the
+  file methods. They outlive the slot on purpose: a preempted or crashed item resumes from
+  its last checkpoint in a new slot (``ctx.resume_from``, R11.5-01).
+- **Tool budgets**: spending past a limit, or on a tool with no budget, is refused whole.
+- **Side-effect keys**: ``idempotency_key(effect)`` is R16-12's key over the Group-qualified
+  mission, the WorkItem, the ownership epoch and the effect name. The pool never lets two
+  slots hold the same (Group, WorkItem), so two active slots cannot derive the same key;
+  the slot id is deliberately *not* in it, because R16-12 and R11.4-09 require the same key
+  when the same owner retries the same effect after a checkpoint in a new slot, which is
+  exactly the duplicate the external system must recognise.
+
+Threads, not processes, and the limit that comes with it: handlers are mostly waiting on
+tools and the network, and a thread shares the runtime's signing client without pickling
+tokens across a pipe. The isolation above is enforced by the context API, by having no
+reference from one slot's context to anything of another slot (tested by walking the object
+graph), and by file modes against other users. It is *not* a sandbox against hostile code:
+a handler running in this process can still call ``open()`` on another slot's directory
+(same uid). A worker that must run untrusted handlers needs one process per slot under its
+own uid or namespace; that is outside this module.
+
+A thread cannot be killed, which is what R11.3-12 wants: control leaves a handler only by
+its return, its exception, or ``Preempted`` raised at a checkpoint (see ``preemption.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import errno
+import fcntl
+import json
+import math
+import os
+import secrets
+import shutil
+import stat
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+from typing import Any, Literal
+
+from missionweave.protocol.canonical import canonical_bytes, digest, is_digest, sha256_digest
+from missionweave.protocol.idempotency import external_operation_key
+
+from .preemption import Phase, Preempted, Preemption, Step, complete_preemption
+
+CHECKPOINT_FORMAT = "mwp-worker-checkpoint-v1"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO planted in the slot must not hang the handler; regular files ignore it
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+# no O_TRUNC: a planted hard link must be refused before anything of it is changed
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+class SlotError(Exception):
+    """The base of every refusal of this module."""
+
+
+class NoFreeSlot(SlotError):
+    """All ``max_concurrency`` slots are busy (R11.1-11)."""
+
+
+class AlreadyInSlot(SlotError):
+    """The WorkItem already runs in another slot: one owner, one slot."""
+
+
+class IsolationError(SlotError):
+    """A path that would leave the slot's directory (R11.1-12)."""
+
+
+class BudgetExceeded(SlotError):
+    """A tool spend past the slot's budget, or on a tool it has no budget for."""
+
+
+class SlotClosed(SlotError):
+    """The slot was released: its context no longer does anything."""
+
+
+# --- what a slot runs -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    """The WorkItem a slot runs, without anything secret: what the runtime's callbacks get."""
+
+    group: str
+    mission: str
+    work_item: str
+    ownership_epoch: int
+    lease_id: str
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What the runtime hands the pool to start an item: the lease's identity, the mission
+    context the handler may read, its capability tokens (name -> token, R11.3-06) and its tool
+    budgets (tool -> limit). The pool copies everything it keeps; the runtime should drop
+    this object once the slot has started, since it still holds the tokens."""
+
+    group: str
+    mission: str
+    work_item: str
+    ownership_epoch: int
+    lease_id: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    tokens: Mapping[str, str] = field(default_factory=dict)
+    budgets: Mapping[str, int | float] = field(default_factory=dict)
+
+    @property
+    def item(self) -> ItemRef:
+        return ItemRef(
+            self.group, self.mission, self.work_item, self.ownership_epoch, self.lease_id
+        )
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A durable checkpoint of one WorkItem (R11.3-13(2)). ``state`` is what the handler
+    passed: ``bytes``, or a JSON object (a fresh ``dict`` for each reader)."""
+
+    ref: str
+    sequence: int
+    group: str
+    work_item: str
+    ownership_epoch: int
+    state: bytes | dict[str, Any]
+    state_digest: str
+    artifacts: tuple[str, ...] = ()
+
+    def wire(self) -> dict[str, Any]:
+        """The ``checkpoint`` object of ``work.checkpoint`` (wire.md: ref, state_digest,
+        artifacts), for the runtime to sign."""
+        return {
+            "ref": self.ref,
+            "state_digest": self.state_digest,
+            "artifacts": list(self.artifacts),
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a slot's run ended. ``preempted`` means all five steps of R0-13 were taken."""
+
+    kind: Literal["finished", "failed", "preempted"]
+    result: Any = None
+    error: BaseException | None = None
+    checkpoint: Checkpoint | None = None
+
+
+# --- per-slot state, each object owned by exactly one slot ------------------------------------
+
+
+class _TokenVault:
+    """This slot's capability tokens; ``wipe`` zeroes the bytes it holds (R11.1-12).
+
+    Python cannot zero the ``str`` copies it hands out; those die with the handler's frames.
+    """
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self._lock = threading.Lock()
+        self._tokens: dict[str, bytearray] = {}
+        for name, token in tokens.items():
+            self.put(name, token)
+
+    def put(self, name: str, token: str) -> None:
+        if not isinstance(name, str) or not name or not isinstance(token, str) or not token:
+            raise ValueError("a token is a non-empty string under a non-empty name")
+        with self._lock:
+            old = self._tokens.get(name)
+            if old is not None:
+                old[:] = bytes(len(old))
+            self._tokens[name] = bytearray(token.encode())
+
+    def copy(self) -> dict[str, str]:
+        with self._lock:
+            return {name: bytes(raw).decode() for name, raw in self._tokens.items()}
+
+    def wipe(self) -> None:
+        with self._lock:
+            for raw in self._tokens.values():
+                raw[:] = bytes(len(raw))
+            self._tokens.clear()
+
+
+class ToolBudget:
+    """Per-tool spending limits of one slot. A spend is all or nothing."""
+
+    def __init__(self, limits: Mapping[str, int | float]) -> None:
+        self._lock = threading.Lock()
+        self._limits: dict[str, float] = {}
+        for tool, limit in limits.items():
+            if not isinstance(tool, str) or not tool or not _is_amount(limit, zero=True):
+                raise ValueError("a tool budget is a non-negative finite number per named tool")
+            self._limits[tool] = float(limit)
+        self._spent = dict.fromkeys(self._limits, 0.0)
+
+    def spend(self, tool: str, amount: int | float = 1) -> float:
+        """Charge ``amount`` to ``tool``; the remaining budget, or ``BudgetExceeded``."""
+        if not _is_amount(amount, zero=False):
+            raise ValueError("an amount is a positive finite number")
+        with self._lock:
+            if tool not in self._limits:
+                raise BudgetExceeded(f"no budget for tool {tool!r} in this slot")
+            after = self._spent[tool] + amount
+            if after > self._limits[tool]:
+                raise BudgetExceeded(
+                    f"{tool!r}: spending {amount} would exceed the limit "
+                    f"{self._limits[tool]} (spent {self._spent[tool]})"
+                )
+            self._spent[tool] = after
+            return self._limits[tool] - after
+
+    def remaining(self, tool: str) -> float:
+        with self._lock:
+            if tool not in self._limits:
+                return 0.0
+            return self._limits[tool] - self._spent[tool]
+
+
+def _is_amount(value: object, *, zero: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return False
+    return value >= 0 if zero else value > 0
+
+
+class _SlotFiles:
+    """The slot's directory, reachable only by relative paths that stay inside it."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+
+    def read_bytes(self, name: str) -> bytes:
+        parts = _relative_parts(name)
+        with self._parent(parts, create=False) as parent:
+            fd = self._open(parts[-1], _READ_FLAGS, parent)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise IsolationError(f"{name!r} is not a regular file")
+            if info.st_nlink > 1:
+                # a hard link is another name for a file that may live in another slot
+                raise IsolationError(f"{name!r} is hard-linked elsewhere")
+            return handle.read()
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        parts = _relative_parts(name)
+        with self._parent(parts, create=True) as parent:
+            fd = self._open(parts[-1], _WRITE_FLAGS, parent, mode=0o600)
+        with os.fdopen(fd, "wb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                raise IsolationError(f"{name!r} is not a private regular file")
+            handle.truncate(0)
+            handle.write(data)
+
+    def delete(self, name: str) -> None:
+        parts = _relative_parts(name)
+        with self._parent(parts, create=False) as parent:
+            os.unlink(parts[-1], dir_fd=parent)
+
+    def names(self) -> list[str]:
+        found: list[str] = []
+        for directory, _dirs, files, _fd in os.fwalk(self._root):  # never follows symlinks
+            base = PurePosixPath(os.path.relpath(directory, self._root))
+            found.extend(str(base / name) if str(base) != "." else name for name in files)
+        return sorted(found)
+
+    @contextlib.contextmanager
+    def _parent(self, parts: list[str], *, create: bool) -> Iterator[int]:
+        fd = os.open(self._root, _DIR_FLAGS)
+        try:
+            for part in parts[:-1]:
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o700, dir_fd=fd)
+                child = self._open(part, _DIR_FLAGS, fd)
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _open(part: str, flags: int, dir_fd: int, mode: int = 0o600) -> int:
+        try:
+            return os.open(part, flags, mode, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in {errno.ELOOP, errno.ENOTDIR} and _is_symlink(part, dir_fd):
+                raise IsolationError(f"{part!r} is a symlink: refused") from exc
+            raise
+
+
+def _is_symlink(part: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _relative_parts(name: object) -> list[str]:
+    """The components of a path that names something inside the slot, or ``IsolationError``."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise IsolationError("a slot path is a non-empty string")
+    path = PurePosixPath(name)
+    if path.is_absolute():
+        raise IsolationError(f"{name!r} is absolute: slot paths are relative to the slot")
+    parts = list(path.parts)
+    if not parts or ".." in parts:
+        raise IsolationError(f"{name!r} leaves the slot directory")
+    return parts
+
+
+class CheckpointStore:
+    """The durable checkpoints of one WorkItem, numbered 1, 2, ... (``<sequence>.json``).
+
+    Keyed by (Group, WorkItem) rather than by slot so a checkpoint is durable the moment it is
+    written and survives the slot (and a crash of the process) without a later copy: the next
+    slot of the same item finds it here (R11.3-13(5), R11.5-01).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._lock = threading.Lock()
+
+    def latest(self) -> Checkpoint | None:
+        sequences = self._sequences()
+        if not sequences:
+            return None
+        document = json.loads((self._dir / f"{sequences[-1]:012d}.json").read_bytes())
+        return _checkpoint_from(document)
+
+    def write(
+        self, item: ItemRef, state: bytes | Mapping[str, Any], artifacts: Sequence[str]
+    ) -> Checkpoint:
+        if isinstance(state, bytes | bytearray):
+            kind, stored = "bytes", base64.b64encode(state).decode()
+            state_digest = sha256_digest(bytes(state))
+        elif isinstance(state, Mapping):
+            plain = json.loads(json.dumps(state))  # a JSON object, detached from the caller
+            canonical_bytes(plain)  # refuses what RFC 8785 cannot represent (NaN, huge ints)
+            kind, stored, state_digest = "json", plain, digest(plain)
+        else:
+            raise TypeError("checkpoint state is bytes or a JSON object")
+        artifacts = tuple(artifacts)
+        if not all(is_digest(value) for value in artifacts):
+            raise ValueError("checkpoint artifacts are sha256:<64 hex> digests")
+        with self._lock:
+            self._dir.mkdir(mode=0o700, parents=False, exist_ok=True)
+            sequences = self._sequences()
+            sequence = (sequences[-1] if sequences else 0) + 1
+            document = {
+                "format": CHECKPOINT_FORMAT,
+                "ref": f"{item.work_item}/e{item.ownership_epoch}/c{sequence}",
+                "sequence": sequence,
+                "group": item.group,
+                "work_item": item.work_item,
+                "ownership_epoch": item.ownership_epoch,
+                "kind": kind,
+                "state": stored,
+                "state_digest": state_digest,
+                "artifacts": list(artifacts),
+            }
+            _write_durably(self._dir, f"{sequence:012d}.json", json.dumps(document).encode())
+        return _checkpoint_from(document)
+
+    def discard(self) -> None:
+        """Forget every checkpoint of the item (once the authority has its submission)."""
+        with self._lock:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _sequences(self) -> list[int]:
+        try:
+            names = os.listdir(self._dir)
+        except FileNotFoundError:
+            return []
+        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
+
+
+def _checkpoint_from(document: dict[str, Any]) -> Checkpoint:
+    state = document["state"]
+    return Checkpoint(
+        ref=document["ref"],
+        sequence=document["sequence"],
+        group=document["group"],
+        work_item=document["work_item"],
+        ownership_epoch=document["ownership_epoch"],
+        state=base64.b64decode(state) if document["kind"] == "bytes" else state,
+        state_digest=document["state_digest"],
+        artifacts=tuple(document["artifacts"]),
+    )
+
+
+def _write_durably(directory: Path, name: str, data: bytes) -> None:
+    """Write, fsync, rename over, fsync the directory: after a crash the file is either the
+    old one or the whole new one, never a torn write that a resume would read."""
+    temporary = directory / f".{name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, directory / name)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    directory_fd = os.open(directory, _DIR_FLAGS)
+    try:
+        os.fsync(directory_fd)
+    finally:
+        os.close(directory_fd)
+
+
+def _freeze(value: Any) -> Any:
+    """A deep, read-only copy: mappings become ``MappingProxyType``, lists tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(item) for item in value)
+    if isinstance(value, set | frozenset):
+        return frozenset(_freeze(item) for item in value)
+    if value is None or isinstance(value, str | int | float | bytes):
+        return value
+    return copy.deepcopy(value)
+
+
+# --- the handler's view ----------------------------------------------------------------------
+
+
+class SlotContext:
+    """Everything a task handler may touch while it runs in one slot (R11.1-12).
+
+    It refers only to objects owned by this slot: no pool, no other slot, no runtime
+    callback. After a preemption checkpoint every call raises ``Preempted`` again; after
+    release every call raises ``SlotClosed``.
+    """
+
+    def __init__(
+        self,
+        *,
+        slot_id: str,
+        item: ItemRef,
+        mission_context: Mapping[str, Any],
+        vault: _TokenVault,
+        budget: ToolBudget,
+        files: _SlotFiles,
+        checkpoints: CheckpointStore,
+        preemption: Preemption,
+        resume_from: Checkpoint | None,
+    ) -> None:
+        self.slot_id = slot_id
+        self.item = item
+        self.mission_context: Mapping[str, Any] = _freeze(mission_context)
+        #: the last checkpoint of this WorkItem when the slot started: continue from it
+        self.resume_from = resume_from
+        self._vault = vault
+        self._budget = budget
+        self._files = files
+        self._checkpoints = checkpoints
+        self._preemption = preemption
+        self._closed = False
+
+    # identity
+    @property
+    def group(self) -> str:
+        return self.item.group
+
+    @property
+    def work_item(self) -> str:
+        return self.item.work_item
+
+    @property
+    def ownership_epoch(self) -> int:
+        return self.item.ownership_epoch
+
+    # credentials, budgets, side-effect keys
+    def tokens(self) -> dict[str, str]:
+        """A copy of this slot's capability tokens (and of nobody else's)."""
+        self._live()
+        return self._vault.copy()
+
+    def spend(self, tool: str, amount: int | float = 1) -> float:
+        """Charge the slot's budget for ``tool`` before using it; ``BudgetExceeded`` refuses."""
+        self._live()
+        return self._budget.spend(tool, amount)
+
+    def remaining(self, tool: str) -> float:
+        self._live()
+        return self._budget.remaining(tool)
+
+    def idempotency_key(self, effect_name: str) -> str:
+        """R16-12 / R11.4-09: the key an external system deduplicates this effect by."""
+        self._live()
+        mission = f"{self.item.group}/{self.item.mission}"
+        return external_operation_key(
+            mission, self.item.work_item, self.item.ownership_epoch, effect_name
+        )
+
+    # files
+    def read_bytes(self, name: str) -> bytes:
+        self._live()
+        return self._files.read_bytes(name)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        self._live()
+        self._files.write_bytes(name, data)
+
+    def delete_file(self, name: str) -> None:
+        self._live()
+        self._files.delete(name)
+
+    def list_files(self) -> list[str]:
+        self._live()
+        return self._files.names()
+
+    # preemption (R11.3-12, R11.3-13)
+    def should_yield(self) -> bool:
+        """The scheduler asked for this slot back: reach a checkpoint soon."""
+        return self._preemption.requested
+
+    def checkpoint(
+        self, state: bytes | Mapping[str, Any], *, artifacts: Sequence[str] = ()
+    ) -> Checkpoint:
+        """Record a safe point durably. If a preemption is pending, this is where the
+        handler stops: ``Preempted`` is raised once the checkpoint is on disk (R0-13(2))."""
+        self._live()
+        checkpoint = self._checkpoints.write(self.item, state, artifacts)
+        if self._preemption.reach_checkpoint(checkpoint):
+            raise Preempted(checkpoint)
+        return checkpoint
+
+    def _live(self) -> None:
+        if self._closed:
+            raise SlotClosed(f"slot {self.slot_id} was released")
+        if self._preemption.stopping:
+            raise Preempted(self._preemption.checkpoint)
+
+
+# --- the runtime's view -----------------------------------------------------------------------
+
+
+class Slot:
+    """One active slot, as the runtime sees it. The handler never gets this object."""
+
+    def __init__(self, slot_id: str, item: ItemRef, directory: Path, context: SlotContext) -> None:
+        self.id = slot_id
+        self.item = item
+        self.directory = directory
+        self.context = context
+        self.preemption: Preemption = context._preemption
+        self._vault: _TokenVault = context._vault
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        self._outcome: Outcome | None = None
+
+    def rotate_token(self, name: str, token: str) -> None:
+        """Replace or narrow one capability token under the live lease (R11.3-07)."""
+        self._vault.put(name, token)
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self._outcome
+
+    def join(self, timeout: float | None = None) -> Outcome | None:
+        """Wait for a started slot's run to end; its ``Outcome`` (``None`` on timeout)."""
+        self._done.wait(timeout)
+        return self._outcome
+
+
+OnCheckpoint = Callable[[ItemRef, Checkpoint], None]
+Requeue = Callable[[ItemRef, str], None]
+OnDone = Callable[[ItemRef, Outcome], None]
+
+
+class SlotPool:
+    """At most ``max_concurrency`` isolated slots under ``root`` (R11.1-04, R11.1-11).
+
+    ``root`` belongs to one pool at a time (an exclusive ``flock`` on ``root/.lock``): at
+    start the pool removes slot directories a crashed predecessor left behind, which is only
+    safe when nobody else uses them. Checkpoints under ``root/checkpoints`` are kept.
+    """
+
+    def __init__(self, max_concurrency: int, root: Path) -> None:
+        if (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ValueError("max_concurrency is a positive integer (R11.1-11)")
+        self.max_concurrency = max_concurrency
+        self.root = Path(root)
+        _private_dir(self.root)
+        self._lock_fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise SlotError(f"{self.root} is in use by another slot pool") from None
+        self._slots_dir = _private_dir(self.root / "slots")
+        self._checkpoints_dir = _private_dir(self.root / "checkpoints")
+        for leftover in self._slots_dir.iterdir():  # scratch of a crashed run: may hold secrets
+            shutil.rmtree(leftover, ignore_errors=True)
+        self._lock = threading.Lock()
+        self._active: dict[str, Slot] = {}
+
+    @classmethod
+    def from_agent_card(cls, card: Mapping[str, Any], root: Path) -> SlotPool:
+        """The pool an Agent Card declares: ``max_concurrency`` (wire.md ``POST /agents``)."""
+        return cls(card["max_concurrency"], root)
+
+    def close(self) -> None:
+        """Give up ``root`` (slots still active keep running; stop them first)."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    def __enter__(self) -> SlotPool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # capacity: what Presence reports (R11.1-11)
+    @property
+    def free(self) -> int:
+        with self._lock:
+            return self.max_concurrency - len(self._active)
+
+    def active(self) -> list[Slot]:
+        with self._lock:
+            return list(self._active.values())
+
+    # checkpoints
+    def checkpoints(self, group: str, work_item: str) -> CheckpointStore:
+        return CheckpointStore(self._checkpoints_dir / _item_key(group, work_item))
+
+    # acquire, run, release
+    def acquire(self, assignment: Assignment) -> Slot:
+        """A fresh slot for ``assignment``; ``NoFreeSlot`` when all are busy, ``AlreadyInSlot``
+        when the same WorkItem of the same Group is active (one item, one slot)."""
+        item = assignment.item
+        _check_item(item)
+        vault = _TokenVault(assignment.tokens)
+        budget = ToolBudget(assignment.budgets)
+        store = self.checkpoints(item.group, item.work_item)
+        with self._lock:
+            if len(self._active) >= self.max_concurrency:
+                vault.wipe()
+                raise NoFreeSlot(f"all {self.max_concurrency} slots are busy")
+            busy = {(s.item.group, s.item.work_item) for s in self._active.values()}
+            if (item.group, item.work_item) in busy:
+                vault.wipe()
+                raise AlreadyInSlot(f"{item.group}/{item.work_item} already runs in a slot")
+            slot_id = secrets.token_hex(8)
+            directory = self._slots_dir / slot_id
+            directory.mkdir(mode=0o700)
+            directory.chmod(0o700)
+            context = SlotContext(
+                slot_id=slot_id,
+                item=item,
+                mission_context=assignment.context,
+                vault=vault,
+                budget=budget,
+                files=_SlotFiles(directory),
+                checkpoints=store,
+                preemption=Preemption(),
+                resume_from=store.latest(),
+            )
+            slot = Slot(slot_id, item, directory, context)
+            self._active[slot_id] = slot
+        return slot
+
+    def release(self, slot: Slot) -> None:
+        """Free an acquired slot that was never started (a started one releases itself)."""
+        running = slot._thread
+        if running is not None and running.is_alive() and running is not threading.current_thread():
+            raise SlotError("a running slot is released by its own run: request preemption")
+        self._release(slot)
+
+    def start(
+        self,
+        assignment: Assignment,
+        handler: Callable[[SlotContext], Any],
+        *,
+        on_checkpoint: OnCheckpoint,
+        requeue: Requeue,
+        on_done: OnDone | None = None,
+    ) -> Slot:
+        """Acquire a slot and run ``handler(ctx)`` in a thread of its own.
+
+        ``on_checkpoint(item, checkpoint)`` is called for the checkpoint a preemption stops at
+        (the runtime signs it as ``work.checkpoint``), then the slot is released, then
+        ``requeue(item, checkpoint.ref)``. Ordinary checkpoints stay local: on the wire,
+        ``work.checkpoint`` releases execution (R10.2-08), so sending one would end the lease
+        of an item that is still running. ``on_done(item, outcome)`` is told how it ended.
+        """
+        slot = self.acquire(assignment)
+        # not a daemon: the process must not exit under a running handler (R11.3-12); a
+        # clean shutdown requests preemption of every active slot and joins them
+        slot._thread = threading.Thread(
+            target=self._run,
+            args=(slot, handler, on_checkpoint, requeue, on_done),
+            name=f"mwp-slot-{slot.id}",
+        )
+        slot._thread.start()
+        return slot
+
+    def _run(
+        self,
+        slot: Slot,
+        handler: Callable[[SlotContext], Any],
+        on_checkpoint: OnCheckpoint,
+        requeue: Requeue,
+        on_done: OnDone | None,
+    ) -> None:
+        try:
+            outcome = self._execute(slot, handler, on_checkpoint, requeue)
+        except BaseException as exc:  # a runtime bug (IllegalStep): still report an end
+            outcome = Outcome("failed", error=exc)
+        finally:
+            self._release(slot)  # whatever happened, the slot and its tokens are given back
+        slot._outcome = outcome
+        slot._done.set()
+        if on_done is not None:
+            on_done(slot.item, outcome)
+
+    def _execute(
+        self,
+        slot: Slot,
+        handler: Callable[[SlotContext], Any],
+        on_checkpoint: OnCheckpoint,
+        requeue: Requeue,
+    ) -> Outcome:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = handler(slot.context)
+        except Preempted:
+            pass
+        except BaseException as exc:  # a handler's SystemExit must not leak the slot either
+            error = exc
+        machine = slot.preemption
+        # The phase decides, not how the handler left: once a preemption checkpoint is
+        # durable the item is paused, even if the handler swallowed ``Preempted`` and went on
+        # to return something (that result is discarded; the work after it will be redone).
+        if machine.phase is Phase.CHECKPOINTED:
+            checkpoint = machine.checkpoint
+            assert isinstance(checkpoint, Checkpoint)
+            try:
+                complete_preemption(
+                    machine,
+                    record=lambda: on_checkpoint(slot.item, checkpoint),
+                    release=lambda: self._release(slot),
+                    requeue=lambda: requeue(slot.item, checkpoint.ref),
+                )
+            except Exception as exc:
+                machine.take(Step.FAIL)
+                return Outcome("failed", error=exc, checkpoint=checkpoint)
+            return Outcome("preempted", checkpoint=checkpoint)
+        if error is not None:
+            machine.take(Step.FAIL)
+            return Outcome("failed", error=error)
+        machine.take(Step.FINISH)
+        return Outcome("finished", result=result)
+
+    def _release(self, slot: Slot) -> None:
+        """Wipe the tokens, close the context, remove the scratch directory; idempotent.
+        Checkpoints stay (R11.3-13(5)): the item resumes from them in its next slot."""
+        with self._lock:
+            self._active.pop(slot.id, None)
+        slot.context._closed = True
+        slot._vault.wipe()
+        shutil.rmtree(slot.directory, ignore_errors=True)
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)  # the umask may have narrowed it, and an existing one may be wider
+    return path
+
+
+def _item_key(group: str, work_item: str) -> str:
+    """A file name for (Group, WorkItem): ids are not trusted to be path-safe."""
+    return digest({"group": group, "work_item": work_item}).removeprefix("sha256:")[:32]
+
+
+def _check_item(item: ItemRef) -> None:
+    for name in ("group", "mission", "work_item", "lease_id"):
+        value = getattr(item, name)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{name} is a non-empty string")
+    epoch = item.ownership_epoch
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        raise ValueError("ownership_epoch is a positive integer")

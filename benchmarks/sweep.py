@@ -59,9 +59,8 @@ ORGANIZATION = "org-sweep"
 ADMIN = "sweep-admin"
 MISSION = "m-sweep"
 TEMPLATE = "wi-template"
-COPY_COLUMNS = (
-    "group_id",
-    "work_item_id",
+#: every column the projection writes (``WorkItem.projection.to_fields``), after the keys
+FIELD_COLUMNS = (
     "mission",
     "state",
     "owner",
@@ -69,8 +68,11 @@ COPY_COLUMNS = (
     "lease_holder",
     "due_at",
     "due_reason",
+    "urgency",
+    "title",
     "data",
 )
+COPY_COLUMNS = ("group_id", "work_item_id", *FIELD_COLUMNS)
 TWINS = ("bench_sweep_twin_columns", "bench_sweep_twin_document")
 SEED_NOTE = (
     "one template WorkItem per group through the write path; the other leases are "
@@ -267,21 +269,10 @@ def seed(
                 else:
                     expires = now + timedelta(hours=1, seconds=n % 3600)
                 state = _clone(templates[group], n, expires)
-                fields = to_fields(state)
-                batch.append(
-                    (
-                        group,
-                        state.id,
-                        fields["mission"],
-                        fields["state"],
-                        fields["owner"],
-                        fields["ownership_epoch"],
-                        fields["lease_holder"],
-                        fields["due_at"],
-                        fields["due_reason"],
-                        json.dumps(fields["data"]),
-                    )
-                )
+                fields = {**to_fields(state)}
+                fields["data"] = json.dumps(fields["data"])
+                assert set(fields) == set(FIELD_COLUMNS), "a projection column is not copied"
+                batch.append((group, state.id, *(fields[name] for name in FIELD_COLUMNS)))
                 if len(batch) >= 5000:
                     _copy_rows(batch)
                     batch = []

@@ -72,6 +72,7 @@ docs: bootstrap
 
 bench: bootstrap services
 	$(SERVER_ENV) $(PY) -m benchmarks.run
+	$(PY) -m benchmarks.worker_scheduler --write
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/ test-results/ build/ *.egg-info

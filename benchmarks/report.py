@@ -445,6 +445,20 @@ def splice_block(document: str, begin: str, end: str, block: str) -> str:
     return document.rstrip("\n") + "\n\n" + block
 
 
+#: section 11 is written by hand from ``python -m benchmarks.worker_scheduler --write``
+#: (no database, not part of this run): a full run keeps it from the existing report
+SCHEDULER_BEGIN = "<!-- section 11: from python -m benchmarks.worker_scheduler --write -->"
+SCHEDULER_END = "<!-- end of section 11 -->"
+
+
+def carry_over_block(old: str, new: str, begin: str, end: str) -> str:
+    """``new`` with ``old``'s text between ``begin`` and ``end`` kept (if ``new`` lacks it)."""
+    if begin in old and end in old and begin not in new:
+        kept = begin + old.split(begin, 1)[1].split(end, 1)[0] + end + "\n\n"
+        return splice_block(new, begin, end, kept)
+    return new
+
+
 def splice_sweep(document: str, results: Results) -> str:
     """``document`` with section 6 replaced by this run's (``--only sweep``): between the
     markers if it has them, else before *Where the time goes*, else at the end."""

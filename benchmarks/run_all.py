@@ -23,7 +23,7 @@ from .facts import load_average
 from .fresh import fresh_results, log
 from .http_load import measure_http, measure_http_batch
 from .inprocess import measure_inprocess
-from .report import render
+from .report import SCHEDULER_BEGIN, SCHEDULER_END, carry_over_block, render
 from .results import Results
 from .run_sweep import measure_sweep_section
 from .servers import describe_pool, running_servers
@@ -132,6 +132,7 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
     if config.output.exists():
         old = config.output.read_text()
         document = carry_over_dashboard(old, carry_over(old, document))
+        document = carry_over_block(old, document, SCHEDULER_BEGIN, SCHEDULER_END)
     config.output.write_text(document)
     results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))
     log(f"wrote {config.output}")

@@ -270,7 +270,9 @@ class StartEstimate:
     start_expected: datetime
     start_latest: datetime
     finish_expected: datetime
-    compute_seconds: float
+    #: the slot time the item is expected to take (its reservation); not disclosed as
+    #: ``compute_seconds``, which wire.md §9 defines as how long working out the estimate took
+    slot_seconds: float
     confidence: float
     capacity_state: str
     ahead_in_group: int
@@ -288,7 +290,6 @@ class StartEstimate:
             confidence=self.confidence,
             capacity_state=self.capacity_state,
             computed_at=self.computed_at,
-            compute_seconds=self.compute_seconds,
         )
 
 
@@ -638,7 +639,7 @@ class Scheduler:
             start_expected=expected,
             start_latest=max(latest, expected),
             finish_expected=expected + timedelta(seconds=own_s),
-            compute_seconds=own_s,
+            slot_seconds=own_s,
             confidence=round(confidence, 2),
             capacity_state=self._capacity_state(slots),
             ahead_in_group=len(ahead),

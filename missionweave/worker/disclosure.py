@@ -1,0 +1,61 @@
+"""When a queued item's schedule is disclosed again (R11.2-01, R0-09; MWP-WRK-012).
+
+R11.2-01: on acceptance and on *material* schedule changes the owner publishes the item's
+estimated start window, completion, confidence, capacity state and computation time. The body
+comes from ``StartEstimate.disclosure`` (the protocol's ``disclosure_body``): only this item's
+id, epoch and times, one confidence, one capacity value — nothing of another group can travel
+in it (R11.2-02), whatever this module decides.
+
+Material, here: the latest start or the completion moved by at least ``shift_s`` or by
+``shift_fraction`` of the time until the previously disclosed latest start, or the confidence
+moved by ``confidence_shift``. A capacity state change alone is not material: it flips each
+time any slot frees or fills, and would make every queued item of every group re-disclose on
+each start; it is sent with the next time shift instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .scheduler import StartEstimate
+
+SHIFT_S = 60.0
+SHIFT_FRACTION = 0.25
+CONFIDENCE_SHIFT = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Disclosed:
+    """The last disclosure of an item: its ownership epoch and the estimate it carried."""
+
+    ownership_epoch: int
+    estimate: StartEstimate
+    body: dict[str, Any]
+
+
+def material(
+    last: Disclosed | None,
+    estimate: StartEstimate,
+    *,
+    ownership_epoch: int,
+    now: datetime,
+    shift_s: float = SHIFT_S,
+    shift_fraction: float = SHIFT_FRACTION,
+    confidence_shift: float = CONFIDENCE_SHIFT,
+) -> bool:
+    """Whether ``estimate`` must be disclosed: a first disclosure (acceptance, or a new
+    ownership epoch) always is."""
+    if last is None or last.ownership_epoch != ownership_epoch:
+        return True
+    before = last.estimate
+    horizon = max(0.0, (before.start_latest - now).total_seconds())
+    threshold = min(shift_s, shift_fraction * horizon) if horizon else shift_s
+    moved = max(
+        abs((estimate.start_latest - before.start_latest).total_seconds()),
+        abs((estimate.finish_expected - before.finish_expected).total_seconds()),
+    )
+    if moved >= max(threshold, 1.0):
+        return True
+    return abs(estimate.confidence - before.confidence) >= confidence_shift

@@ -1,0 +1,142 @@
+"""Open offers decided: admission control, then acceptance or a reasoned rejection
+(R10.3-01..10; MWP-WRK-009).
+
+Each open offer to this worker in its groups' queues (``queues.OfferRow``) is decided once,
+when it is decidable (``intake.offer_decidable``: not expired, nobody ranked ahead still
+holding it, R10.3-03). The offer event carries only the item's id, so the WorkItem the
+authority serves is read for its contract and dependencies; admission (``admission.admit``,
+pure) checks queue capacity, concurrency, capabilities, deadline, authorisation,
+dependencies and budgets (R10.3-08). A contract whose task kind has no handler here is one
+more capability refusal (``handlers.kind_of``): the worker cannot honour it (R10.3-09).
+
+Accepting is a commitment to schedule, not to start now (R10.3-07): the accepted item appears
+in the group's work queue when the ``work.offer_accepted`` event is folded, and the runtime
+discloses its schedule from there (R11.2-01). A refusal names the protocol's primary reason
+and every refusal found in ``detail`` (R10.3-10), never anything of another group (R11.2-02).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from missionweave.client.errors import ApiError
+
+from .admission import CAPABILITY, PRECEDENCE, Admission, AdmissionState, Refusal, admit
+from .authority import Authority
+from .config import WorkerConfig
+from .handlers import HandlerTable, kind_of
+from .intake import accept_body, admission_offer, offer_decidable
+from .link import Link, Offline
+from .local_store import QueueStore
+from .queues import OfferRow
+from .scheduler import Resources, Scheduler
+
+log = logging.getLogger("missionweave.worker")
+
+
+def _key(offer: OfferRow) -> tuple[str, str, str]:
+    """Offer ids are unique per WorkItem only."""
+    return (offer["group"], offer["work_item"], offer["offer"])
+
+
+class OfferDesk:
+    def __init__(
+        self,
+        *,
+        config: WorkerConfig,
+        store: QueueStore,
+        scheduler: Scheduler,
+        link: Link,
+        authority: Authority,
+        handlers: HandlerTable,
+        slots: int,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.scheduler = scheduler
+        self.link = link
+        self.authority = authority
+        self.handlers = handlers
+        self.slots = slots
+        self._decided: set[tuple[str, str, str]] = set()
+
+    def decide_all(self, now: datetime) -> None:
+        """Decide every decidable open offer; stop at the first sign of being offline."""
+        for group in self.config.groups:
+            for offer in self.store.offers(group):
+                if _key(offer) in self._decided or not offer_decidable(offer, now):
+                    continue
+                try:
+                    self.decide(offer, now)
+                except Offline:
+                    return
+
+    def decide(self, offer: OfferRow, now: datetime) -> Admission | None:
+        """R10.3-08..10: accept what this worker can honour, else reject with every reason;
+        the verdict (``None`` when the item could not be read)."""
+        group, work_item = offer["group"], offer["work_item"]
+        try:
+            document = self.link.read(f"/groups/{group}/work-items/{work_item}")
+        except ApiError as error:
+            log.warning("offer %s: cannot read %s: %s", offer["offer"], work_item, error)
+            self._decided.add(_key(offer))
+            return None
+        verdict = self.judge(offer, document, now)
+        try:
+            if verdict.accepted:
+                self.link.send(group, "work.accept_offer", accept_body(offer))
+            else:
+                body = verdict.reject_body(work_item=work_item, offer=offer["offer"])
+                self.link.send(group, "work.reject_offer", body)
+        except ApiError as error:  # expired, withdrawn or superseded meanwhile
+            log.info("offer %s: %s", offer["offer"], error)
+        self._decided.add(_key(offer))
+        return verdict
+
+    def judge(self, offer: OfferRow, document: dict[str, Any], now: datetime) -> Admission:
+        group = offer["group"]
+        state = AdmissionState(
+            now=now,
+            scheduler=self.scheduler,
+            slots=self.slots,
+            resources=Resources(slots=self.slots),
+            capabilities=self.config.agent_card.capabilities,
+            authorized_groups=self._authorized(),
+            max_queued=self.config.admission.max_queued,
+            max_queued_per_group=self.config.admission.max_queued_per_group,
+            dependency_states=self._dependency_states(group, document.get("depends_on") or []),
+        )
+        share = self.config.groups[group]
+        verdict = admit(admission_offer(offer, document, now=now, group=share), state)
+        contract = document["contract"]
+        if self.handlers.for_contract(contract) is not None:
+            return verdict
+        missing = Refusal(CAPABILITY, f"no handler for task kind {kind_of(contract)}", "R10.3-08")
+        refusals = sorted((*verdict.refusals, missing), key=lambda r: PRECEDENCE.index(r.reason))
+        return Admission(tuple(refusals))
+
+    def _authorized(self) -> frozenset[str]:
+        """The groups where this worker holds the worker role now (R10.3-08): the log's
+        membership, else the session's."""
+        session = self.authority.current_session()
+        groups = set()
+        for group in self.config.groups:
+            member = self.store.membership(group)
+            if member is not None:
+                if member["active"] and "worker" in member["roles"]:
+                    groups.add(group)
+            elif group in session.memberships and "worker" in session.memberships[group].roles:
+                groups.add(group)
+        return frozenset(groups)
+
+    def _dependency_states(self, group: str, depends_on: list[str]) -> dict[str, str]:
+        states: dict[str, str] = {}
+        for dependency in depends_on:
+            try:
+                item = self.link.read(f"/groups/{group}/work-items/{dependency}")
+            except ApiError:
+                continue  # unknown to this worker: admission says so
+            states[dependency] = str(item["state"])
+        return states

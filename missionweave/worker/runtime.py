@@ -1,0 +1,709 @@
+"""The Worker: per-group queues, the fair scheduler and isolated slots, tied to the authority
+(issue 14 §6, §7; R0-01..13, R10.3-07..10, R11.1..R11.5).
+
+Three kinds of thread, and who may touch what:
+
+- **the event feed** (the websocket follower's thread, or the control loop itself when
+  polling the REST log) folds each group's verified events into the ``QueueStore`` (its
+  cursor and projection in one transaction, ``local_store``) and only *wakes* the loop;
+- **slot threads** run task handlers (``slots.SlotPool``). Their callbacks send or buffer the
+  preemption checkpoint (step 3 of MWP-WRK-015 must be recorded before the slot is released)
+  and then only hand the outcome to the loop through a queue;
+- **the control loop** owns every decision and the scheduler (which is not thread-safe): one
+  ``tick`` reads the committed queues and acts.
+
+A tick, in order:
+
+1. reconnect if offline (``link.Link``: the buffer is reconciled first, R11.5-06); read the
+   logs when polling;
+2. collect the outcomes of handlers that ended, and ``finish`` them in the scheduler (slot
+   time charged, R0-05);
+3. **sync**: the scheduler's queue is made equal to the store's work queues
+   (``mirror.QueueMirror``: gates, priority changes at once, R10.2-06, R11.3-11); a running
+   item whose ownership or lease the log has fenced is told to stop (R11.5-01);
+4. settle results: upload, publish and ``work.submit`` (R10.2-11, R13.2-02), or the owner's
+   ``work.fail`` for a handler that raised (R10.2-13);
+5. decide open offers (``offers.OfferDesk``): admission control (R10.3-08..10), then
+   ``work.accept_offer`` or ``work.reject_offer`` with the structured reasons;
+6. keep leases: renew before expiry (R11.3-03), rotating the slot's token (R11.3-07); when
+   offline, let reversible work run into the grace period and stop the rest (R11.5-04, -05);
+7. report progress at the stated cadence (R11.4-03, ``progress.py``), buffered when offline;
+8. disclose the schedule of queued items on acceptance and on material change (R11.2-01),
+   each disclosure about its own item only (R11.2-02) — before starting, so an item that
+   starts at once was still disclosed on acceptance;
+9. fill free slots from the scheduler's picks (``work.start``, then the handler in a slot
+   with the start's capability token, R11.3-06), then ask lower-priority running work to
+   yield if higher-priority work waits (``contention.py``, R0-12, R0-13).
+
+Nothing is decided from memory that the log can contradict: every tick starts from the
+store's committed state, and the authority refuses whatever is stale (R11.1-03). A restart
+loses only soft state (the scheduler's passes, what was disclosed): the queues are the
+store's, checkpoints are on disk, buffered commands in their own file.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from missionweave.client.errors import ApiError, ChainBroken, ClientError
+from missionweave.client.feed import EventFeed
+from missionweave.client.stream import StreamError, StreamFollower
+from missionweave.protocol import states as S
+from missionweave.protocol.timefmt import parse_timestamp
+from missionweave.protocol.work.schedule import DISCLOSE
+
+from .authority import Authority
+from .config import WorkerConfig
+from .contention import Occupant, choose_victims
+from .disclosure import Disclosed, material
+from .execution import (
+    TOKEN_NAME,
+    Running,
+    assignment,
+    evidence_items,
+    failure_body,
+    upload_outputs,
+)
+from .handlers import HandlerTable, TaskResult, kind_of
+from .link import Link, Offline
+from .local_store import QueueStore
+from .mirror import QueueMirror
+from .offers import OfferDesk
+from .offline import OfflineBuffer, binding, grace_deadline
+from .preemption import request_preemption
+from .progress import Reported, estimate_of, progress_body, report_due
+from .scheduler import QueuedItem, Resources, Scheduler, SchedulingPolicy, Share
+from .slots import ItemRef, Outcome, SlotError, SlotPool
+
+log = logging.getLogger("missionweave.worker")
+
+Key = tuple[str, str]
+
+#: how long a refused ``work.start`` keeps its item out of the scheduler, by refusal code: the
+#: store catches up with the log within a moment; dependencies and approvals take longer
+START_DEFERRAL_S: dict[str, float] = {
+    "DEPENDENCY_UNMET": 2.0,
+    "APPROVAL_REQUIRED": 5.0,
+    "ILLEGAL_TRANSITION": 1.0,
+    "STALE_OWNERSHIP": 1.0,
+    "NOT_FOUND": 1.0,
+}
+DEFAULT_DEFERRAL_S = 5.0
+#: how often one queued item's schedule is re-estimated for disclosure
+DISCLOSE_CHECK_S = 5.0
+#: refusals that mean the item is no longer this worker's to act on (wire.md §8)
+FENCED = frozenset({"STALE_LEASE", "STALE_OWNERSHIP", "FORBIDDEN", "NOT_A_MEMBER"})
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Worker:
+    """One agent doing MissionWeave work in every group of its config."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        authority: Authority,
+        *,
+        handlers: HandlerTable | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        follow: str | None = None,
+        probe_every_s: float = 1.0,
+    ) -> None:
+        self.config = config
+        self.authority = authority
+        self.principal = authority.principal
+        self.handlers = handlers or HandlerTable.from_paths(
+            config.handlers, search=config.python_path
+        )
+        self._clock = clock
+        self._follow = follow or ("stream" if config.stream_url else "poll")
+        config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._closing = threading.Event()
+        self.store = QueueStore(
+            config.state_dir / "queues.sqlite3", worker=self.principal, on_applied=self._applied
+        )
+        self.pool = SlotPool(config.slots, config.state_dir / "slots")
+        self.buffer = OfflineBuffer(
+            config.state_dir / "offline.sqlite3", key=config.private_key(), actor=self.principal
+        )
+        self.link = Link(
+            authority,
+            self.buffer,
+            clock=clock,
+            probe_every_s=probe_every_s,
+            on_change=self._connectivity,
+        )
+        shares = {g: Share(c.weight, c.quota) for g, c in config.groups.items()}
+        self.scheduler = Scheduler(SchedulingPolicy(shares=shares))
+        self.queue = QueueMirror(self.scheduler, self.store, config.groups)
+        self.feeds: dict[str, EventFeed] = {
+            group: self.store.feed(authority, group)  # type: ignore[arg-type]
+            for group in config.groups
+        }
+        self.offers = OfferDesk(
+            config=config,
+            store=self.store,
+            scheduler=self.scheduler,
+            link=self.link,
+            authority=authority,
+            handlers=self.handlers,
+            slots=config.slots,
+        )
+        self._lock = threading.RLock()  # ``_running``: slot callbacks read it
+        self._running: dict[Key, Running] = {}
+        self._disclosed: dict[Key, Disclosed] = {}
+        self._disclose_checked: dict[Key, float] = {}
+        self._documents: dict[Key, tuple[int, dict[str, Any]]] = {}
+        self._ended: queue.SimpleQueue[tuple[Key, Outcome]] = queue.SimpleQueue()
+        self._stream: threading.Thread | None = None
+        self._closed: bool | None = None  # the result of ``shutdown``, once it ran
+        #: unexpected exceptions a tick survived (logged; tests assert there are none)
+        self.errors: list[BaseException] = []
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the session (R11.3-10: it fences any lease a previous run left) and start
+        following the groups."""
+        if not self.link.online:
+            log.info("%d buffered command(s) to reconcile first (R11.5-06)", len(self.buffer))
+        else:
+            try:
+                self.link.call(self.authority.current_session)
+            except Offline:
+                log.warning("starting offline: the authority does not answer")
+        if self._follow == "stream" and self._stream is None:
+            self._stream = threading.Thread(
+                target=self._follow_stream, name="mwp-worker-stream", daemon=True
+            )
+            self._stream.start()
+
+    def stop(self) -> None:
+        """Ask for a clean shutdown (safe from a signal handler: it only sets flags)."""
+        self._stopping.set()
+        self._wake.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def run(self, until: Callable[[], bool] | None = None) -> bool:
+        """Run until ``stop()`` (SIGTERM) or ``until()``; then shut down. True when clean."""
+        self.start()
+        try:
+            while not self._stopping.is_set() and not (until is not None and until()):
+                self._wake.wait(self.config.tick_s)
+                self._wake.clear()
+                self.tick()
+        finally:
+            clean = self.shutdown()
+        return clean
+
+    def shutdown(self) -> bool:
+        """Stop taking work; ask every active slot to yield at its next checkpoint (which is
+        sent as ``work.checkpoint``, releasing the lease, R10.2-08); keep ticking so results
+        are submitted and leases renewed meanwhile; then flush and close. True when every
+        slot stopped within ``shutdown_timeout_s`` (a handler that never checkpoints keeps its
+        thread: the caller must then exit the process; its lease expires on the authority)."""
+        if self._closed is not None:
+            return self._closed
+        self._stopping.set()
+        deadline = time.monotonic() + self.config.shutdown_timeout_s
+        for run in self._snapshot():
+            if run.slot is not None and run.yielding is None:
+                self._yield(run, "shutdown")
+        while True:
+            self.tick()
+            busy = [run for run in self._snapshot() if run.slot is not None]
+            pending = [run for run in self._snapshot() if run.result or run.failure]
+            if not busy and (not pending or not self.link.online):
+                break
+            if time.monotonic() > deadline:
+                break
+            self._wake.wait(self.config.tick_s)
+            self._wake.clear()
+        clean = not any(run.slot is not None for run in self._snapshot())
+        if not self.link.online:
+            self.link.reconnect()
+        self._closing.set()
+        if self._stream is not None:
+            self._stream.join(timeout=5)
+        if clean:
+            self.pool.close()
+            self.store.close()
+            self.buffer.close()
+        self._closed = clean
+        return clean
+
+    # --- one tick --------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        try:
+            self._tick(self._clock())
+        except Exception as error:  # a tick must not kill the worker; it is recorded
+            log.exception("worker tick failed")
+            self.errors.append(error)
+
+    def _tick(self, now: datetime) -> None:
+        if not self.link.online:
+            self.link.reconnect()
+        if self._follow == "poll":
+            self._catch_up()
+        self._collect()
+        self._sync(now)
+        self._settle()
+        taking = self.link.online and not self._stopping.is_set()
+        if taking:
+            self.offers.decide_all(now)
+        self._keep_leases(now)
+        self._report(now)
+        if taking:
+            self._disclose(now)  # before the start: "on acceptance" even for a free slot
+            self._fill(now)
+            self._contend(now)
+
+    def _snapshot(self) -> list[Running]:
+        with self._lock:
+            return list(self._running.values())
+
+    # --- 1. events -------------------------------------------------------------------------
+
+    def _applied(self, group: str, event: dict[str, Any], changes: object) -> None:
+        self._wake.set()
+
+    def _catch_up(self) -> None:
+        for group, feed in self.feeds.items():
+            try:
+                self.link.call(feed.catch_up)
+            except Offline:
+                return
+            except ChainBroken as error:  # R16-03: nothing past it is applied; said loudly
+                log.error("group %s: %s", group, error)
+            except ApiError as error:
+                log.warning("group %s: cannot read its events: %s", group, error)
+
+    def _follow_stream(self) -> None:
+        """The websocket stream for every group (reconnects from the durable cursors,
+        R16-09); a revoked membership drops that group's feed only (wire.md §7)."""
+        assert self.config.stream_url is not None
+        feeds = list(self.feeds.values())
+        while not self._closing.is_set() and feeds:
+            follower = StreamFollower(
+                self.authority,  # type: ignore[arg-type]
+                self.config.stream_url,
+                feeds,
+                reconnect_delay_s=0.5,
+            )
+            try:
+                follower.run(until=self._closing.is_set, timeout_s=3600)
+            except TimeoutError:
+                continue
+            except StreamError as error:
+                if error.code == "NOT_A_MEMBER":
+                    feeds = [feed for feed in feeds if feed.group != error.group]
+                log.warning("stream: %s", error)
+            except (ClientError, OSError) as error:
+                log.warning("stream lost: %s", error)
+            self._closing.wait(1.0)
+
+    def _connectivity(self, online: bool) -> None:
+        for run in self._snapshot():
+            run.progress._set_online(online)
+        self._wake.set()
+
+    # --- 2. outcomes -----------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        while True:
+            try:
+                key, outcome = self._ended.get_nowait()
+            except queue.Empty:
+                return
+            with self._lock:
+                run = self._running.get(key)
+            if run is None:
+                continue
+            self.scheduler.finish(run.group, run.work_item, used_seconds=run.used_seconds())
+            run.slot = None
+            if outcome.kind == "preempted" or run.lost:
+                # the checkpoint was recorded (step 3); the log puts the item back in its
+                # group queue (step 5), from where it resumes in a new slot
+                self._drop(key)
+            elif outcome.checkpoint is not None:
+                # stopped at its checkpoint, but recording it failed: no failure to report;
+                # the lease runs out and the local checkpoint is where it resumes (R11.5-01)
+                log.error("checkpoint of %s not recorded: %s", run.work_item, outcome.error)
+                self._drop(key)
+            elif outcome.kind == "finished" and isinstance(outcome.result, TaskResult):
+                run.result = outcome.result
+            else:
+                run.failure = outcome.error or TypeError("the handler returned no TaskResult")
+
+    def _drop(self, key: Key) -> None:
+        with self._lock:
+            self._running.pop(key, None)
+        self._documents.pop(key, None)
+
+    # --- 3. the store's queues into the scheduler -------------------------------------------
+
+    def _sync(self, now: datetime) -> None:
+        with self._lock:
+            running = set(self._running)
+        self.queue.sync(now, running=running)
+        owned = set(self.queue.items) | running
+        for forget in (self._disclosed, self._disclose_checked):
+            for key in [k for k in forget if k not in owned and not self.store.owned(*k)]:
+                forget.pop(key, None)
+        self._fence()
+
+    def _fence(self) -> None:
+        """A running item the log no longer gives this worker (reassigned, revoked, its
+        lease ended) stops at its next checkpoint; nothing of it is sent (R11.5-01)."""
+        for run in self._snapshot():
+            row = self.store.owned(run.group, run.work_item)
+            lease = row["lease"] if row else None
+            if lease is not None and lease["lease_id"] == run.lease_id:
+                run.seen_active = True
+                run.lease_expires_at = max(
+                    run.lease_expires_at, parse_timestamp(lease["expires_at"])
+                )
+            gone = row is None or row["ownership_epoch"] != run.ownership_epoch
+            if run.seen_active and (
+                lease is None or lease["lease_id"] != run.lease_id or lease["status"] != "active"
+            ):
+                gone = True
+            if gone and not run.lost and run.yielding is None:
+                self._lose(run, "fenced by the log")
+
+    def _lose(self, run: Running, why: str) -> None:
+        log.warning("%s/%s is no longer ours: %s", run.group, run.work_item, why)
+        run.lost = True
+        if run.slot is not None:
+            self._yield(run, "lost")
+        else:
+            self._drop(run.key)
+
+    # --- 4. results --------------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        for run in self._snapshot():
+            if not self.link.online:
+                return  # R11.5-06: reconcile before any submission
+            if run.result is not None:
+                self._submit(run, run.result)
+            elif run.failure is not None:
+                self._fail(run, f"the handler raised {type(run.failure).__name__}")
+
+    def _submit(self, run: Running, result: TaskResult) -> None:
+        try:
+            digests = self.link.call(lambda: upload_outputs(self.authority, run, result))
+            evidence = evidence_items(run, result, digests)
+            self.link.call(
+                lambda: self.authority.submit_work(
+                    run.group, run.work_item, run.lease_id, outputs=digests, evidence=evidence
+                )
+            )
+        except Offline:
+            return
+        except ApiError as error:
+            log.warning("submission of %s refused: %s", run.work_item, error)
+            if error.code in FENCED:
+                self._drop(run.key)
+            else:
+                self._fail(run, f"the submission was refused: {error.code}")
+            return
+        self.pool.checkpoints(run.group, run.work_item).discard()
+        self._drop(run.key)
+
+    def _fail(self, run: Running, reason: str) -> None:
+        """The owner's ``work.fail`` (R10.2-13); the contract's retry policy decides what
+        follows (R11.4-08). Checkpoints go: a retry starts afresh."""
+        body = failure_body(run, reason, producer=self.principal)
+        try:
+            self.link.send(run.group, "work.fail", body)
+        except Offline:
+            return
+        except ApiError as error:
+            log.warning("failure of %s refused: %s", run.work_item, error)
+        self.pool.checkpoints(run.group, run.work_item).discard()
+        self._drop(run.key)
+
+    # --- 6. leases -------------------------------------------------------------------------
+
+    def _keep_leases(self, now: datetime) -> None:
+        for run in self._snapshot():
+            if run.lost:
+                continue
+            if self.link.online:
+                left = (run.lease_expires_at - now).total_seconds()
+                if left < self.config.leases.renew_fraction * run.lease_length_s:
+                    self._renew(run, now)
+            elif run.slot is not None and run.yielding is None:
+                # R11.5-04/05: only reversible work goes on, and only into half the grace
+                # period, leaving the other half to reach a checkpoint that can be buffered
+                grace = timedelta(seconds=self.config.leases.offline_grace_s / 2)
+                if not run.reversible or now >= run.lease_expires_at + grace:
+                    self._yield(run, "offline")
+
+    def _renew(self, run: Running, now: datetime) -> None:
+        body: dict[str, Any] = {"work_item": run.work_item, "lease_id": run.lease_id}
+        if self.config.leases.ttl_s is not None:
+            body["lease_ttl_s"] = self.config.leases.ttl_s
+        try:
+            result = self.link.send(run.group, "lease.renew", body).body["result"]
+        except Offline:
+            return
+        except ApiError as error:
+            self._lose(run, f"lease.renew refused: {error.code}")
+            return
+        run.lease_started_at = now
+        run.lease_expires_at = parse_timestamp(result["lease"]["expires_at"])
+        tokens = result.get("capability_tokens") or []
+        slot = run.slot
+        if tokens and slot is not None:
+            slot.rotate_token(TOKEN_NAME, str(tokens[0]["token"]))  # R11.3-07, R11.3-08
+
+    # --- 7. progress -------------------------------------------------------------------------
+
+    def _report(self, now: datetime) -> None:
+        for run in self._snapshot():
+            if run.slot is None or run.lost:
+                continue
+            state = run.progress.state
+            estimate = estimate_of(
+                state, started_at=run.started_at, expected_s=run.expected_s, now=now
+            )
+            if report_due(run.reported, state, estimate, now, self.config.progress) is None:
+                continue
+            body = progress_body(
+                work_item=run.work_item, lease_id=run.lease_id, state=state, estimate=estimate
+            )
+            self._send_or_buffer(run, "work.progress", body)
+            run.reported = Reported(now, state, estimate)
+
+    def _send_or_buffer(self, run: Running, type_: str, body: dict[str, Any]) -> bool:
+        """Send ``body`` now, or buffer it signed when offline and still inside the grace
+        period (R11.5-04, R11.5-08); False when it was neither sent nor buffered."""
+        if self.link.online:
+            try:
+                self.link.send(run.group, type_, body)
+                return True
+            except Offline:
+                pass
+            except ApiError as error:
+                log.warning("%s of %s refused: %s", type_, run.work_item, error)
+                return False
+        since = self.link.offline_since
+        now = self._clock()
+        deadline = grace_deadline(run.lease_expires_at, self.config.leases.offline_grace_s)
+        if since is None or now > deadline:
+            return False
+        try:  # re-signed with the current epochs on reconciliation anyway (R11.5-09)
+            membership = self.authority.current_session().memberships.get(run.group)
+        except ClientError:
+            membership = None
+        bound = binding(
+            agent=self.principal,
+            group=run.group,
+            work_item=run.work_item,
+            session_epoch=run.session_epoch,
+            ownership_epoch=run.ownership_epoch,
+            lease_id=run.lease_id,
+            disconnected_at=max(since, run.lease_started_at),
+            buffered_at=max(now, since),
+            grace_deadline=deadline,
+            lease_expires_at=run.lease_expires_at,
+        )
+        self.buffer.add(
+            group=run.group,
+            type_=type_,
+            body=body,
+            bound=bound,
+            membership_epoch=membership.epoch if membership else 0,
+        )
+        return True
+
+    # --- 9. slots ----------------------------------------------------------------------------
+
+    def _fill(self, now: datetime) -> None:
+        while self.pool.free > 0:
+            pick = self.scheduler.pick(Resources(slots=self.pool.free), now)
+            if pick is None:
+                return
+            key = (pick.item.group, pick.item.work_item)
+            self.queue.taken(key)
+            if not self._start(pick.item, pick.reserved_seconds, now):
+                self.scheduler.finish(*key, used_seconds=0.0)
+                if not self.link.online:
+                    return
+
+    def _start(self, item: QueuedItem, reserved_s: float, now: datetime) -> bool:
+        """``work.start`` (R10.2-07), then the handler in a slot with the start's capability
+        token (R11.3-06); False when the item did not start (deferred, or offline)."""
+        key = (item.group, item.work_item)
+        row = self.store.owned(*key)
+        if row is None or row["state"] != S.QUEUED:
+            return False
+        try:
+            document = self._document(key, row["revision"])
+        except Offline:
+            return False
+        except ApiError as error:
+            return self._defer(key, now, error)
+        contract = document["contract"]
+        handler = self.handlers.for_contract(contract)
+        if handler is None:
+            log.error("no handler for %s (task kind %s)", item.work_item, kind_of(contract))
+            self.queue.deferred[key] = now + timedelta(seconds=60)
+            return False
+        body: dict[str, Any] = {
+            "work_item": item.work_item,
+            "ownership_epoch": row["ownership_epoch"],
+        }
+        if self.config.leases.ttl_s is not None:
+            body["lease_ttl_s"] = self.config.leases.ttl_s
+        try:
+            result = self.link.send(item.group, "work.start", body).body["result"]
+        except Offline:
+            return False
+        except ApiError as error:
+            return self._defer(key, now, error)
+        session_epoch = self.authority.current_session().epoch
+        run = Running(
+            group=item.group,
+            work_item=item.work_item,
+            mission=item.mission or str(document.get("mission") or ""),
+            ownership_epoch=row["ownership_epoch"],
+            lease_id=result["lease"]["lease_id"],
+            lease_started_at=now,
+            lease_expires_at=parse_timestamp(result["lease"]["expires_at"]),
+            session_epoch=session_epoch,
+            contract=contract,
+            urgency=item.urgency,
+            org_priority_class=item.org_priority_class,
+            expected_s=reserved_s,
+            started_at=now,
+        )
+        progress = run.progress
+        with self._lock:
+            self._running[key] = run
+        try:
+            run.slot = self.pool.start(
+                assignment(run, result.get("capability_tokens") or []),
+                lambda ctx: handler(ctx, progress),
+                on_checkpoint=self._on_checkpoint,
+                requeue=self._on_requeue,
+                on_done=self._on_done,
+            )
+        except SlotError as error:  # the pool and the scheduler disagree: a runtime bug
+            log.error("no slot for %s: %s", item.work_item, error)
+            self.errors.append(error)
+            self._drop(key)
+            return False
+        return True
+
+    def _document(self, key: Key, revision: int) -> dict[str, Any]:
+        """The WorkItem as the authority serves it (its contract), per contract revision."""
+        cached = self._documents.get(key)
+        if cached is None or cached[0] != revision:
+            document = self.link.read(f"/groups/{key[0]}/work-items/{key[1]}")
+            cached = self._documents[key] = (int(document.get("revision", revision)), document)
+        return cached[1]
+
+    def _defer(self, key: Key, now: datetime, error: ApiError) -> bool:
+        seconds = START_DEFERRAL_S.get(error.code, DEFAULT_DEFERRAL_S)
+        log.info("%s not started (%s): retried in %.0f s", key[1], error.code, seconds)
+        self.queue.deferred[key] = now + timedelta(seconds=seconds)
+        return False
+
+    def _contend(self, now: datetime) -> None:
+        """R0-12, R0-13 step 1: higher-priority queued work asks lower-priority running work
+        to yield at its next checkpoint (``contention.py`` says who)."""
+        if self.pool.free > 0 or not self.queue.items:
+            return
+        runs = {run.key: run for run in self._snapshot() if run.slot is not None and not run.lost}
+        occupants = [
+            Occupant(
+                run.group,
+                run.work_item,
+                run.urgency,
+                run.org_priority_class,
+                run.started_at,
+                run.yielding is not None,
+            )
+            for run in runs.values()
+        ]
+        for victim in choose_victims(self.queue.items.values(), occupants, now=now):
+            self._yield(runs[(victim.group, victim.work_item)], "priority")
+
+    def _yield(self, run: Running, why: str) -> None:
+        slot = run.slot
+        if slot is None:
+            return
+        run.yielding = why
+        log.info("%s/%s asked to yield (%s)", run.group, run.work_item, why)
+        request_preemption(slot)
+
+    # slot threads: record the checkpoint (step 3), then hand over to the loop
+
+    def _on_checkpoint(self, item: ItemRef, checkpoint: Any) -> None:
+        with self._lock:
+            run = self._running.get((item.group, item.work_item))
+        if run is None or run.lost:
+            return  # fenced: the local checkpoint stays for whoever resumes it here
+        body = {
+            "work_item": run.work_item,
+            "lease_id": run.lease_id,
+            "checkpoint": checkpoint.wire(),
+        }
+        self._send_or_buffer(run, "work.checkpoint", body)
+
+    def _on_requeue(self, item: ItemRef, checkpoint_ref: str) -> None:
+        self._wake.set()  # step 5 happens in the log: the checkpoint re-queued the item
+
+    def _on_done(self, item: ItemRef, outcome: Outcome) -> None:
+        self._ended.put(((item.group, item.work_item), outcome))
+        self._wake.set()
+
+    # --- 8. disclosure -----------------------------------------------------------------------
+
+    def _disclose(self, now: datetime) -> None:
+        """R11.2-01: on acceptance (first sight in the queue, or a new ownership epoch) and on
+        material change. The body is the item's own estimate only (R11.2-02)."""
+        clock = time.monotonic()
+        for key, item in list(self.queue.items.items()):
+            last = self._disclosed.get(key)
+            if last is not None and clock - self._disclose_checked.get(key, 0.0) < DISCLOSE_CHECK_S:
+                continue
+            self._disclose_checked[key] = clock
+            row = self.store.owned(*key)
+            if row is None:
+                continue
+            epoch = row["ownership_epoch"]
+            started = time.perf_counter()
+            estimate = self.scheduler.position_estimate(
+                item, now=now, slots=self.pool.max_concurrency
+            )
+            if not material(last, estimate, ownership_epoch=epoch, now=now):
+                continue
+            body = estimate.disclosure(work_item=item.work_item, ownership_epoch=epoch)
+            # wire.md §9: how long working out the estimate took (what the dashboard shows)
+            body["compute_seconds"] = round(time.perf_counter() - started, 6)
+            try:
+                self.link.send(item.group, DISCLOSE, body)
+            except Offline:
+                return
+            except ApiError as error:
+                log.info("schedule of %s not disclosed: %s", item.work_item, error)
+            self._disclosed[key] = Disclosed(epoch, estimate, body)

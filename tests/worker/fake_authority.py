@@ -1,0 +1,296 @@
+"""An in-process authority for the runtime's unit tests: every command is decided by the real
+pure protocol core, so what the Worker sends is validated as the server would validate it.
+
+Each group is a ``PureDriver`` over a ``RecordingScenario`` (``tests/worker/streams.py``):
+commands of the worker (``submit``) and of the test's coordinator (``story``) are decided,
+appended, and served as wire.md §6 documents with their hash chain through ``get_json``, so
+the worker's ``QueueStore`` folds them exactly as it folds the real log. ``unreachable``
+makes every call raise ``Unavailable``, as the client does once its retries are spent.
+
+What it does not emulate: the write path's follow-ups after a submission (the authority's
+own manifests, evidence and review requests), capability token signatures (tokens are opaque
+strings), and artifact bytes (every digest counts as stored, as ``Scenario`` assumes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from missionweave.client.agent import CommandResult, Membership, Session
+from missionweave.client.errors import ApiError, Unavailable
+from missionweave.protocol import decider
+from missionweave.protocol.canonical import sha256_digest
+from missionweave.protocol.commands import COMMANDS
+from missionweave.protocol.errors import ProtocolError, http_status
+from missionweave.protocol.facts import Command, Decision, StateKey
+from missionweave.protocol.memberships import GRANT
+from missionweave.protocol.timefmt import format_timestamp
+from missionweave.protocol.work.items import work_item_key
+from tests.protocol.work_scenarios import (
+    SESSION_EPOCH,
+    WORKER,
+    Call,
+    PureDriver,
+    WorkStory,
+    work_contract,
+)
+from tests.worker.streams import ADMIN, RecordingScenario, documents
+
+ME = WORKER
+
+
+class Clock:
+    """The shared test clock: the worker and the authority read the same time."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+@dataclass
+class Sent:
+    group: str
+    type: str
+    body: dict[str, Any]
+    extensions: dict[str, Any] | None
+    command_id: str
+
+
+@dataclass
+class GroupScenario(RecordingScenario):
+    """A ``RecordingScenario`` whose commands name their real group (``Scenario`` names one
+    fixed group; an offline binding must name the command's own, R11.5-10)."""
+
+    group: str = "g-research"
+
+    def when(self, type_: str, body: dict[str, Any], **kwargs: Any) -> Decision:
+        spec = COMMANDS[type_]
+        spec.validate(body)
+        command = Command(
+            kwargs.get("command_id") or f"cmd-{self.sequence + 1}",
+            type_,
+            self.group,
+            kwargs.get("actor", "user:alice"),
+            body,
+            kwargs["now"],
+            kwargs.get("session_epoch"),
+            kwargs.get("roles", frozenset()),
+            kwargs.get("extensions") or {},
+            head_sequence=self.sequence,
+        )
+        view: dict[StateKey, Any] = {}
+        for _ in range(8):
+            missing = spec.keys(command, view) - view.keys()
+            if not missing:
+                break
+            view.update({key: self._load(key) for key in missing})
+        return decider.decide(view, command)
+
+
+@dataclass
+class GroupLog:
+    name: str
+    driver: PureDriver = field(init=False)
+    stories: dict[str, WorkStory] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.driver = PureDriver(scenario=GroupScenario(group=self.name), group=self.name)
+
+    @property
+    def scenario(self) -> GroupScenario:
+        assert isinstance(self.driver.scenario, GroupScenario)
+        return self.driver.scenario
+
+    def events(self) -> list[dict[str, Any]]:
+        return documents(self.name, self.scenario.log)
+
+
+class FakeAuthority:
+    """The ``Authority`` the runtime talks to, for ``principal`` (the worker)."""
+
+    def __init__(self, clock: Clock, groups: Sequence[str], principal: str = ME) -> None:
+        self.clock = clock
+        self.principal = principal
+        self.unreachable = False
+        self.sent: list[Sent] = []
+        self.uploads: dict[str, bytes] = {}
+        self.published: list[dict[str, Any]] = []
+        self._replies: dict[str, CommandResult] = {}
+        self._tokens = itertools.count(1)
+        self.session = Session(
+            "s-1",
+            SESSION_EPOCH,
+            "token",
+            format_timestamp(clock.now + timedelta(days=1)),
+            {group: Membership(("worker",), 1) for group in groups},
+        )
+        self.groups = {group: GroupLog(group) for group in groups}
+        for log in self.groups.values():
+            self._admin(log, GRANT, {"principal": principal, "roles": ["worker"]})
+
+    # --- the test's coordinator ----------------------------------------------------------------
+
+    def _admin(self, log: GroupLog, type_: str, body: dict[str, Any]) -> None:
+        now = self.clock.now
+        decision = log.scenario.when(type_, body, actor=ADMIN, now=now)
+        log.scenario.then(decision, actor=ADMIN, at=now)
+
+    def story(self, group: str, item: str, **contract: Any) -> WorkStory:
+        """A WorkItem authorised by the coordinator in ``group``, in the group's one mission
+        ``m-<group>`` (created with the first item)."""
+        log = self.groups[group]
+        log.driver.at = self.clock.now
+        story = WorkStory(
+            log.driver, item=item, mission=f"m-{group}", contract=work_contract(**contract)
+        )
+        if not log.stories:
+            story.do("mission.create")
+        story.do("work.authorize")
+        log.stories[item] = story
+        return story
+
+    def offer(self, group: str, item: str, **options: Any) -> None:
+        log = self.groups[group]
+        log.driver.at = self.clock.now
+        log.stories[item].do("work.offer", workers=(self.principal,), **options)
+
+    def do(self, group: str, item: str, command: str, **options: Any) -> None:
+        """Any other story command (an approval, a cancellation, a reassignment...)."""
+        log = self.groups[group]
+        log.driver.at = self.clock.now
+        log.stories[item].do(command, **options)
+
+    def item(self, group: str, item: str) -> dict[str, Any]:
+        found = self.groups[group].scenario.state.get(work_item_key(item))
+        assert found is not None, f"no {item} in {group}"
+        return found.as_dict()
+
+    def of_type(self, type_: str, group: str | None = None) -> list[Sent]:
+        return [s for s in self.sent if s.type == type_ and group in (None, s.group)]
+
+    # --- the Authority protocol ----------------------------------------------------------------
+
+    def _reachable(self) -> None:
+        if self.unreachable:
+            raise Unavailable("the fake authority is unreachable")
+
+    def submit(
+        self,
+        group: str,
+        type_: str,
+        body: dict[str, Any],
+        command_id: str | None = None,
+        *,
+        extensions: dict[str, Any] | None = None,
+    ) -> CommandResult:
+        self._reachable()
+        command_id = command_id or f"cmd-{len(self.sent) + 1}-{group}"
+        if command_id in self._replies:  # wire.md §3 step 5: the same command, answered again
+            reply = self._replies[command_id]
+            return CommandResult(command_id, reply.status, reply.body, True)
+        self.sent.append(Sent(group, type_, body, extensions, command_id))
+        log = self.groups[group]
+        now = self.clock.now
+        log.driver.at = now
+        try:
+            decision = log.driver.decide(
+                Call(type_, self.principal, body, extensions=extensions or {}), at=now
+            )
+        except ProtocolError as error:
+            status = http_status(error.code)
+            details = dict(error.details or {})
+            raise ApiError(
+                status, str(error.code), error.message, error.requirement, details
+            ) from None
+        events = log.scenario.then(decision, actor=self.principal, at=now)
+        for story in log.stories.values():
+            for event_type, payload in events:
+                story._track(event_type, payload)
+        result = dict(decision.result or {})
+        if decision.capabilities:
+            result["capability_tokens"] = [
+                {"token_id": f"tok-{n}", "token": f"token-{n}", "expires_at": "", "scope": {}}
+                for n in (next(self._tokens) for _ in decision.capabilities)
+            ]
+        reply = CommandResult(
+            command_id, decision.status, {"command_id": command_id, "result": result}, False
+        )
+        self._replies[command_id] = reply
+        return reply
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._reachable()
+        parts = path.strip("/").split("/")
+        if parts == ["sessions", "current"]:
+            return {"memberships": {g: {"roles": ["worker"], "epoch": 1} for g in self.groups}}
+        if parts[0] == "groups" and parts[2] == "events":
+            events = self.groups[parts[1]].events()
+            after, limit = int((params or {})["after"]), int((params or {})["limit"])
+            return {"events": events[after : after + limit], "head": len(events)}
+        if parts[0] == "groups" and parts[2] == "work-items":
+            found = self.groups[parts[1]].scenario.state.get(work_item_key(parts[3]))
+            if found is None:
+                raise ApiError(404, "NOT_FOUND", f"no {parts[3]}")
+            return found.as_dict()
+        raise AssertionError(f"the fake serves no {path}")
+
+    def current_session(self) -> Session:
+        return self.session
+
+    def upload(self, data: Any, *, content_type: str = "application/octet-stream") -> str:
+        self._reachable()
+        digest = sha256_digest(bytes(data))
+        self.uploads[digest] = bytes(data)
+        return digest
+
+    def publish(self, group: str, work_item: str, lease_id: str, **manifest: Any) -> Any:
+        self._reachable()
+        self.published.append({"group": group, "work_item": work_item, **manifest})
+        return CommandResult("publish", 201, {}, False)
+
+    def submit_work(
+        self,
+        group: str,
+        work_item: str,
+        lease_id: str,
+        *,
+        outputs: Mapping[str, str],
+        evidence: Sequence[Mapping[str, Any]],
+        artifacts: Sequence[str] | None = None,
+    ) -> CommandResult:
+        """As ``AgentClient.submit_work`` builds it (producer filled in)."""
+        body: dict[str, Any] = {
+            "work_item": work_item,
+            "lease_id": lease_id,
+            "artifacts": list(dict.fromkeys(outputs.values())),
+            "evidence": [{"producer": self.principal, "artifacts": [], **e} for e in evidence],
+        }
+        if outputs:
+            body["outputs"] = dict(outputs)
+        return self.submit(group, "work.submit", body)
+
+    def close(self) -> None:
+        pass
+
+
+def wait_until(
+    tick: Callable[[], None], condition: Callable[[], bool], *, timeout_s: float = 10.0
+) -> None:
+    """Tick the worker until ``condition`` holds (slot threads run meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition did not hold in time")
+        tick()
+        time.sleep(0.005)

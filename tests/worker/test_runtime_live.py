@@ -1,0 +1,87 @@
+"""The Worker against the real server (issue 14 §6): a coordinator (this test) authorises and
+offers an item in each of two groups; a Worker running in a thread follows both groups on the
+websocket stream, accepts, discloses, starts, reports progress and submits a real artifact
+with evidence — every command signed by the agent and accepted by the real write path."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from missionweave.client import AgentClient
+from missionweave.protocol import states as S
+from missionweave.worker.config import load_config
+from missionweave.worker.runtime import Worker
+from tests.live_server import LiveServer, uvicorn_server
+from tests.worker.fake_work import QUICK_STEPS, render
+from tests.worker.live_org import GROUPS, LiveOrg, build_live_org, item_of
+
+__all__ = ["uvicorn_server"]
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def live_org(transactional_db: None, uvicorn_server: LiveServer) -> LiveOrg:
+    """uvicorn, because artifact uploads stream their body (``tests/live_server.py``)."""
+    return build_live_org(uvicorn_server)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not hold in time"
+        time.sleep(0.1)
+
+
+def test_a_worker_serves_two_groups_end_to_end(live_org: LiveOrg, tmp_path: Path) -> None:
+    """R11.1-01 (one queue per group), R10.3-07, R11.2-01, R11.4-03, R10.2-11, R13.2-02:
+    both items are accepted, disclosed, started, reported on and submitted with the
+    handler's artifact, which the coordinator downloads intact (R13.1-05)."""
+    config = load_config(live_org.write_config(tmp_path))
+    coordinator = live_org.coordinator_client()
+    worker_client = AgentClient(
+        live_org.server.url,
+        live_org.worker.id,
+        live_org.worker.key,
+        agent_card_version="1",
+    )
+    worker = Worker(config, worker_client)
+    outcome: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("clean", worker.run()))
+    thread.start()
+    try:
+        items = {group: live_org.offer(coordinator, group) for group in GROUPS}
+        for group, work_item in items.items():
+            wait_for(
+                lambda g=group, w=work_item: item_of(coordinator, g, w)["state"] == S.SUBMITTED
+            )
+        for group, work_item in items.items():
+            item = item_of(coordinator, group, work_item)
+            assert item["owner"] == worker_client.principal
+            assert item["schedule"]["ownership_epoch"] == 1  # disclosed on acceptance
+            events = coordinator.get_json(
+                f"/groups/{group}/events", params={"after": 0, "limit": 1000}
+            )["events"]
+            mine = [e for e in events if e["payload"].get("work_item") == work_item]
+            types = [e["type"] for e in mine]
+            assert types.index("work.schedule_disclosed") < types.index("work.started")
+            assert "work.progress_reported" in types
+            (submitted,) = [e for e in mine if e["type"] == "work.submitted"]
+            (digest,) = submitted["payload"]["artifacts"]
+            expected = render(
+                {"media_type": "text/markdown"}, work_item, item["contract"]["goal"], QUICK_STEPS
+            )
+            assert coordinator.download(digest) == expected
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+        coordinator.close()
+        worker_client.close()
+    assert outcome == {"clean": True}
+    assert worker.errors == []

@@ -1,0 +1,241 @@
+"""Progress at a stated cadence (R11.4-01..03) and the pure rules the runtime decides by:
+who yields a slot (R0-12, R11.1-06), when a schedule is disclosed again (R11.2-01), how a
+``WorkRow`` becomes a ``QueuedItem``."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from missionweave.protocol import states as S
+from missionweave.protocol.timefmt import format_timestamp
+from missionweave.worker.config import GroupConfig, ProgressCadence
+from missionweave.worker.contention import Occupant, choose_victims
+from missionweave.worker.disclosure import Disclosed, material
+from missionweave.worker.handlers import Progress, ProgressState, TaskResult
+from missionweave.worker.intake import offer_decidable, queued_item
+from missionweave.worker.progress import (
+    BLOCKED,
+    ESTIMATE,
+    HEARTBEAT,
+    MILESTONE,
+    STARTED,
+    UNBLOCKED,
+    Estimate,
+    Reported,
+    report_due,
+)
+from missionweave.worker.scheduler import QueuedItem, StartEstimate
+from missionweave.worker.slots import SlotContext
+from tests.worker.fake_work import result_for
+from tests.worker.runtime_world import START, world
+
+T0 = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+CADENCE = ProgressCadence(
+    max_interval_s=60, min_interval_s=5, estimate_shift_s=120, estimate_shift_fraction=0.2
+)
+AN_HOUR = Estimate(T0 + timedelta(hours=1), 0.6)
+
+
+def _due(last: Reported | None, state: ProgressState, estimate: Estimate, after_s: float) -> Any:
+    return report_due(last, state, estimate, T0 + timedelta(seconds=after_s), CADENCE)
+
+
+# --- the cadence (pure) --------------------------------------------------------------------------
+
+
+def test_the_first_report_follows_the_start() -> None:
+    """R11.4-03: a started item reports at once."""
+    assert _due(None, ProgressState(), AN_HOUR, 0) == STARTED
+
+
+def test_a_blocker_is_reported_at_once_even_within_the_minimum_interval() -> None:
+    """R11.4-03 "when blocked": a blocker is never held back, nor is its clearing."""
+    last = Reported(T0, ProgressState(), AN_HOUR)
+    blocked = ProgressState(blockers=("waiting for the reports archive",))
+    assert _due(last, blocked, AN_HOUR, 1) == BLOCKED
+    assert _due(Reported(T0, blocked, AN_HOUR), ProgressState(), AN_HOUR, 1) == UNBLOCKED
+
+
+def test_a_milestone_is_reported_but_not_within_the_minimum_interval() -> None:
+    """R11.4-03 "at meaningful checkpoints", at most one report per ``min_interval_s``."""
+    last = Reported(T0, ProgressState(), AN_HOUR)
+    reached = ProgressState(milestones=("collected",))
+    assert _due(last, reached, AN_HOUR, 2) is None
+    assert _due(last, reached, AN_HOUR, 5) == MILESTONE
+
+
+def test_only_a_material_estimate_change_is_reported() -> None:
+    """R11.4-03 "when an estimate changes materially": a shift of 120 s or 20 % of the time
+    left, or of 0.2 in confidence; smaller ones wait for the heartbeat."""
+    last = Reported(T0, ProgressState(), AN_HOUR)
+    small = Estimate(AN_HOUR.finish_at + timedelta(seconds=30), 0.6)
+    large = Estimate(AN_HOUR.finish_at + timedelta(seconds=600), 0.6)
+    surer = Estimate(AN_HOUR.finish_at, 0.9)
+    assert _due(last, ProgressState(), small, 10) is None
+    assert _due(last, ProgressState(), large, 10) == ESTIMATE
+    assert _due(last, ProgressState(), surer, 10) == ESTIMATE
+    near = Reported(T0, ProgressState(), Estimate(T0 + timedelta(seconds=100), 0.6))
+    assert _due(near, ProgressState(), Estimate(T0 + timedelta(seconds=125), 0.6), 10) == ESTIMATE
+
+
+def test_an_overrunning_item_reports_once_per_absolute_shift_not_every_tick() -> None:
+    """Past its expected finish, the fraction of the time left is zero: only a shift of
+    ``estimate_shift_s`` is material, so an overrun does not report on every tick."""
+    due = Estimate(T0, 0.3)
+    last = Reported(T0, ProgressState(), due)
+    assert _due(last, ProgressState(), Estimate(T0 + timedelta(seconds=30), 0.3), 30) is None
+    assert _due(last, ProgressState(), Estimate(T0 + timedelta(seconds=50), 0.3), 50) is None
+    later = Estimate(T0 + timedelta(seconds=120), 0.3)
+    assert _due(last, ProgressState(), later, 55) == ESTIMATE
+
+
+def test_silence_ends_with_a_heartbeat_at_the_maximum_interval() -> None:
+    """The stated maximum interval: an item that changes nothing still reports every 60 s."""
+    last = Reported(T0, ProgressState(), AN_HOUR)
+    assert _due(last, ProgressState(), AN_HOUR, 59) is None
+    assert _due(last, ProgressState(), AN_HOUR, 60) == HEARTBEAT
+
+
+# --- the cadence in a running worker -------------------------------------------------------------
+
+
+def test_a_running_item_reports_on_start_milestones_blockers_and_heartbeats(
+    tmp_path: Path,
+) -> None:
+    """R11.4-01..03: structured ``work.progress`` (phase, milestones, blockers, estimate — no
+    percentages) on start, on each milestone, at once when blocked, and at the maximum
+    interval; each is accepted by the authority under the current lease."""
+    steps = [threading.Event() for _ in range(4)]
+    done = threading.Event()
+
+    def handler(ctx: SlotContext, progress: Progress) -> TaskResult:
+        progress.phase("reading")
+        progress.estimate(START + timedelta(hours=1), 0.6)
+        steps[0].wait(10)
+        progress.milestone("read", next_checkpoint="summarise")
+        steps[1].wait(10)
+        progress.blocked("the archive is offline")
+        steps[2].wait(10)
+        progress.blocked()
+        steps[3].wait(10)
+        done.wait(10)
+        return result_for(ctx.mission_context, 1)
+
+    with world(tmp_path, handlers={"text.summarise": handler}) as w:
+        w.authority.story("g-alpha", "wi-1")
+        w.authority.offer("g-alpha", "wi-1")
+        w.until(lambda: len(w.sent("work.progress")) == 1)
+        for index, step in enumerate(steps[:3]):
+            w.clock.advance(6)
+            step.set()
+            w.until(lambda n=index: len(w.sent("work.progress")) == n + 2)
+        steps[3].set()
+        w.clock.advance(61)
+        w.until(lambda: len(w.sent("work.progress")) == 5)
+        bodies = [sent.body for sent in w.sent("work.progress")]
+        assert bodies[1]["milestones_completed"] == ["read"]
+        assert bodies[1]["next_checkpoint"] == "summarise"
+        assert bodies[2]["blockers"] == ["the archive is offline"]
+        assert bodies[3]["blockers"] == []
+        assert bodies[4]["milestones_completed"] == ["read"]  # the heartbeat: nothing new
+        assert bodies[4]["estimate"] == bodies[0]["estimate"]
+        assert all("percent" not in str(body) for body in bodies)
+        history = w.authority.item("g-alpha", "wi-1")
+        assert history["state"] == S.ACTIVE
+        done.set()
+        w.until(lambda: w.state("g-alpha", "wi-1") == S.SUBMITTED)
+
+
+# --- who yields a slot (pure) --------------------------------------------------------------------
+
+
+def _queued(group: str, urgency: str = "normal", klass: str = "normal") -> QueuedItem:
+    return QueuedItem(group, f"{group}-q", "m", urgency, None, T0, org_priority_class=klass)
+
+
+def _running(group: str, urgency: str = "normal", klass: str = "normal", age_s: float = 60) -> Any:
+    return Occupant(group, f"{group}-r", urgency, klass, T0 - timedelta(seconds=age_s), False)
+
+
+def test_urgency_displaces_only_within_its_own_group() -> None:
+    """R11.1-06, R0-07: a coordinator's urgency orders only its group's work."""
+    assert choose_victims([_queued("a", "critical")], [_running("a", "low")], now=T0)
+    assert not choose_victims([_queued("b", "critical")], [_running("a", "low")], now=T0)
+
+
+def test_an_organisation_priority_class_displaces_across_groups() -> None:
+    """R11.1-07: the policy's class, not the coordinator, decides across groups."""
+    victims = choose_victims([_queued("b", klass="high")], [_running("a", klass="normal")], now=T0)
+    assert [v.group for v in victims] == ["a"]
+
+
+def test_nothing_is_displaced_before_its_minimum_run_nor_twice_for_one_claim() -> None:
+    """No thrashing: a young occupant stays; a pending preemption serves one claim."""
+    young = _running("a", "low", age_s=1)
+    assert not choose_victims([_queued("a", "critical")], [young], now=T0)
+    pending = Occupant("a", "a-p", "low", "normal", T0 - timedelta(seconds=60), True)
+    assert not choose_victims([_queued("a", "critical")], [pending, _running("a", "low")], now=T0)
+
+
+# --- disclosure and intake (pure) ----------------------------------------------------------------
+
+
+def _estimate(latest_s: float, confidence: float = 0.7) -> StartEstimate:
+    start = T0 + timedelta(seconds=latest_s)
+    return StartEstimate(
+        T0, T0, start, start, start + timedelta(seconds=60), 60.0, confidence, "busy", 0, False
+    )
+
+
+def test_a_schedule_is_disclosed_again_only_on_a_material_change() -> None:
+    """R11.2-01: first disclosure always; then a shift of a minute (or a quarter of the
+    horizon), or of 0.2 in confidence."""
+    last = Disclosed(1, _estimate(3600), {})
+    assert material(None, _estimate(3600), ownership_epoch=1, now=T0)
+    assert material(last, _estimate(3600), ownership_epoch=2, now=T0)  # a new ownership
+    assert not material(last, _estimate(3620), ownership_epoch=1, now=T0)
+    assert material(last, _estimate(3700), ownership_epoch=1, now=T0)
+    assert material(last, _estimate(3600, confidence=0.3), ownership_epoch=1, now=T0)
+
+
+def test_a_work_row_becomes_a_queued_item_with_its_groups_policy() -> None:
+    """R11.1-06, R11.1-07, R10.2-06: urgency and deadline from the contract, the class from
+    the worker's policy, gated while approvals are missing, a declared estimate only."""
+    row: Any = {
+        "group": "g-alpha",
+        "work_item": "wi-1",
+        "mission": "m-1",
+        "queued_at": format_timestamp(T0),
+        "retry_at": None,
+        "terms": {
+            "urgency": "high",
+            "deadline": "2030-01-01T00:00:00Z",
+            "compute_s": 3600,
+            "compute_source": "budget",
+        },
+        "gate": {
+            "requires_execution_approval": True,
+            "approvals_required": 1,
+            "approvals": [],
+            "refused_by": None,
+        },
+    }
+    item = queued_item(row, GroupConfig(org_priority_class="high"))
+    assert (item.urgency, item.org_priority_class, item.risk_gated) == ("high", "high", True)
+    assert item.estimated_seconds is None  # a budget ceiling is not an estimate
+    row["terms"]["compute_source"] = "estimate"
+    assert queued_item(row, GroupConfig()).estimated_seconds == 3600
+
+
+def test_a_sequential_offer_is_decided_only_once_those_ahead_have_expired() -> None:
+    """R10.3-03: an offer ranked behind others waits for theirs to expire."""
+    offer: Any = {
+        "expires_at": format_timestamp(T0 + timedelta(hours=1)),
+        "ahead": [{"offer": "o-1", "expires_at": format_timestamp(T0 + timedelta(minutes=5))}],
+    }
+    assert not offer_decidable(offer, T0)
+    assert offer_decidable(offer, T0 + timedelta(minutes=5))
+    assert not offer_decidable(offer, T0 + timedelta(hours=2))

@@ -3,7 +3,7 @@
 **Building** (:func:`populate`): the cast (:mod:`.dashboard_cast`) and the template mission
 (:mod:`.dashboard_history`) through the write path; then, in turn, generated history and
 the three phases of the big mission (:mod:`.dashboard_mission`) through the write path —
-history, authorise, history, verified, history, the rest — and a last stretch of history
+authorise, history, verified, history, the rest (``HISTORY_SHARES``) — and a last stretch of history
 that brings the log to at least the events asked for. The build runs Celery eagerly, so the
 authority's checks of each submission run right after it commits, as a worker would.
 

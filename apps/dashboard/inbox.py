@@ -164,8 +164,16 @@ def inbox_of(caller: Caller, *, now: datetime | None = None, show: str = "") -> 
     )
 
 
-def _collect(caller: Caller, group: GroupRef, membership: MembershipState, now: datetime) -> _Found:
-    """One group's entries, then the times their waits began (one read of the log)."""
+def _collect(
+    caller: Caller,
+    group: GroupRef,
+    membership: MembershipState,
+    now: datetime,
+    *,
+    with_times: bool = True,
+) -> _Found:
+    """One group's entries, then (``with_times``) the times their waits began (one read of
+    the log), which only the inbox shows."""
     may = preview.permitted_by(caller, membership, INBOX_COMMANDS)
     owned = _owned_missions(caller, group)
     found = _Found()
@@ -176,7 +184,8 @@ def _collect(caller: Caller, group: GroupRef, membership: MembershipState, now: 
     if APPROVE_MISSION in may:
         found.missions = _missions(group)
     found.blocked = _blocked(group, owned)
-    _read_times(group.id, found)
+    if with_times:
+        _read_times(group.id, found)
     return found
 
 
@@ -464,4 +473,5 @@ def waiting_on(caller: Caller, membership: Membership) -> _Found:
         tuple(membership.roles),
         log.head_sequence if log else 0,
     )
-    return _collect(caller, ref, membership.to_state(), _now())
+    # the lists filter on ids: when each wait began is not read
+    return _collect(caller, ref, membership.to_state(), _now(), with_times=False)

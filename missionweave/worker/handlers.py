@@ -88,6 +88,7 @@ class Progress:
         self._state = ProgressState()
         self._online = threading.Event()
         self._online.set()
+        self._unbilled: dict[str, float] = {}
 
     @property
     def state(self) -> ProgressState:
@@ -117,6 +118,24 @@ class Progress:
     def blocked(self, *blockers: str) -> None:
         """What stops the work now (an empty call clears it); reported at once (R11.4-03)."""
         self._change(blockers=tuple(blockers))
+
+    def charge(self, **amounts: float) -> None:
+        """What the work used (``tokens``, ``money``, ``tool_calls``, ``compute`` seconds…,
+        the budget dimensions of wire.md §10): the runtime charges it to the item's budgets,
+        and through them the mission's, with ``work.usage`` at its next report and before
+        the submission (R10.1-01(g), R11.5-12). A charge that would pass a limit is refused
+        by the authority (R11.5-13) and logged."""
+        with self._lock:
+            for dimension, amount in amounts.items():
+                if amount < 0:
+                    raise ValueError(f"{dimension}: usage is never negative")
+                self._unbilled[dimension] = self._unbilled.get(dimension, 0) + amount
+
+    def _take_charges(self) -> dict[str, float]:
+        """The usage not yet charged, handed over once."""
+        with self._lock:
+            charges, self._unbilled = self._unbilled, {}
+        return {dimension: amount for dimension, amount in charges.items() if amount}
 
     def evidence_ref(self, ref: str) -> None:
         with self._lock:

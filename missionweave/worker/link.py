@@ -56,12 +56,14 @@ class Link:
         clock: Callable[[], datetime],
         probe_every_s: float = 1.0,
         on_change: Callable[[bool], None] | None = None,
+        on_not_member: Callable[[str], None] | None = None,
     ) -> None:
         self.authority = authority
         self.buffer = buffer
         self._clock = clock
         self._probe_every_s = probe_every_s
         self._on_change = on_change
+        self._on_not_member = on_not_member
         self._lock = threading.Lock()
         self._offline_since: datetime | None = None
         self._next_probe = 0.0
@@ -100,13 +102,18 @@ class Link:
         self, group: str, type_: str, body: dict[str, Any], command_id: str | None = None
     ) -> CommandResult:
         """Submit one command; ``ApiError`` is the authority's refusal, ``Offline`` means it
-        was not reached (the client's retries are spent)."""
+        was not reached (the client's retries are spent). A ``NOT_A_MEMBER`` refusal is also
+        told to ``on_not_member``: the membership in ``group`` is gone (wire.md §2, §7)."""
         self._require_online()
         began = self._clock()
         try:
             return self.authority.submit(group, type_, body, command_id)
         except Unavailable:
             raise self._lost(began) from None
+        except ApiError as error:
+            if error.code == "NOT_A_MEMBER" and self._on_not_member is not None:
+                self._on_not_member(group)
+            raise
 
     def read(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self._require_online()

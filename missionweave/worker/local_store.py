@@ -21,6 +21,10 @@ projection and the cursor are the last committed pair, and the stream resumes af
 cursor (R16-09). The ACK position is CursorStore's ``cursors()``: the highest contiguous
 sequence durably applied (R16-06, R16-07, MWP-WRK-030).
 
+Beside the projection, ``kept_results`` holds the results a handler finished while the
+authority could not be reached (``kept.py``): not a projection of the log but this worker's own
+durable memory, which no replay rebuilds and no snapshot replaces.
+
 A group is rebuilt from a snapshot — this worker's own (``GroupQueues.snapshot``) or the
 authority's (``CURSOR_TOO_OLD``, R16-10, through ``EventFeed.restore``; the projection it gives
 is derived by ``from_group_snapshot`` at the end of this module) — and the ordered replay of
@@ -72,6 +76,12 @@ CREATE TABLE IF NOT EXISTS worker_rows (
     key TEXT NOT NULL,
     value TEXT NOT NULL,
     PRIMARY KEY (group_id, kind, key)
+);
+CREATE TABLE IF NOT EXISTS kept_results (
+    group_id TEXT NOT NULL,
+    work_item TEXT NOT NULL,
+    document TEXT NOT NULL,
+    PRIMARY KEY (group_id, work_item)
 );
 """
 
@@ -241,6 +251,30 @@ class QueueStore(CursorStore):
         )
         self._commit(group, move_cursor, changes)
         self._rows[group] = {kind: dict(rows) for kind, rows in state.rows.items() if rows}
+
+    # --- results kept across an offline shutdown (``kept.py``) ---------------------------------
+
+    def keep_result(self, group: str, work_item: str, document: Mapping[str, Any]) -> None:
+        """Record (or replace) the kept result of ``group``/``work_item``, committed at once."""
+        with self._lock, self._transaction():
+            self._db.execute(
+                "INSERT INTO kept_results (group_id, work_item, document) VALUES (?, ?, ?) "
+                "ON CONFLICT (group_id, work_item) DO UPDATE SET document = excluded.document",
+                (group, work_item, _encode(document)),
+            )
+
+    def kept_results(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT document FROM kept_results ORDER BY group_id, work_item"
+            ).fetchall()
+        return [json.loads(document) for (document,) in rows]
+
+    def forget_result(self, group: str, work_item: str) -> None:
+        with self._lock, self._transaction():
+            self._db.execute(
+                "DELETE FROM kept_results WHERE group_id = ? AND work_item = ?", (group, work_item)
+            )
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -38,9 +38,15 @@ class QueueMirror:
         #: items kept out until then (a refused ``work.start``)
         self.deferred: dict[Key, datetime] = {}
 
-    def sync(self, now: datetime, *, running: Collection[Key]) -> None:
+    def sync(
+        self, now: datetime, *, running: Collection[Key], closed: Collection[str] = ()
+    ) -> None:
+        """Mirror every group's queue except the ``closed`` ones (a revoked membership: its
+        queued items are no longer this worker's to start, wire.md §6)."""
         seen: set[Key] = set()
         for group, share in self.groups.items():
+            if group in closed:
+                continue
             for row in self.store.queue(group):
                 key = (group, row["work_item"])
                 if key in running:

@@ -18,6 +18,7 @@ and every refusal found in ``detail`` (R10.3-10), never anything of another grou
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -62,9 +63,12 @@ class OfferDesk:
         self.slots = slots
         self._decided: set[tuple[str, str, str]] = set()
 
-    def decide_all(self, now: datetime) -> None:
-        """Decide every decidable open offer; stop at the first sign of being offline."""
+    def decide_all(self, now: datetime, *, closed: Collection[str] = ()) -> None:
+        """Decide every decidable open offer; stop at the first sign of being offline. The
+        ``closed`` groups (a revoked membership) are left alone: nothing is sent to them."""
         for group in self.config.groups:
+            if group in closed:
+                continue
             for offer in self.store.offers(group):
                 if _key(offer) in self._decided or not offer_decidable(offer, now):
                     continue

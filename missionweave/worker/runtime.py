@@ -14,15 +14,16 @@ Three kinds of thread, and who may touch what:
 
 A tick, in order:
 
-1. reconnect if offline (``link.Link``: the buffer is reconciled first, R11.5-06); read the
-   logs when polling;
+1. reconnect if offline (``link.Link``: the buffer is reconciled first, R11.5-06); fence the
+   groups whose membership was revoked (``_revoke``, wire.md §7); read the logs when polling;
 2. collect the outcomes of handlers that ended, and ``finish`` them in the scheduler (slot
    time charged, R0-05);
 3. **sync**: the scheduler's queue is made equal to the store's work queues
    (``mirror.QueueMirror``: gates, priority changes at once, R10.2-06, R11.3-11); a running
    item whose ownership or lease the log has fenced is told to stop (R11.5-01);
 4. settle results: upload, publish and ``work.submit`` (R10.2-11, R13.2-02), or the owner's
-   ``work.fail`` for a handler that raised (R10.2-13);
+   ``work.fail`` for a handler that raised (R10.2-13); offline, a finished result is kept on
+   disk instead, and decided after reconciliation (``kept.py``, R11.5-06);
 5. decide open offers (``offers.OfferDesk``): admission control (R10.3-08..10), then
    ``work.accept_offer`` or ``work.reject_offer`` with the structured reasons;
 6. keep leases: renew before expiry (R11.3-03), rotating the slot's token (R11.3-07); when
@@ -37,8 +38,9 @@ A tick, in order:
 
 Nothing is decided from memory that the log can contradict: every tick starts from the
 store's committed state, and the authority refuses whatever is stale (R11.1-03). A restart
-loses only soft state (the scheduler's passes, what was disclosed): the queues are the
-store's, checkpoints are on disk, buffered commands in their own file.
+loses only soft state (the scheduler's passes, what was disclosed, which groups were found
+revoked): the queues and the results finished offline are the store's, checkpoints and kept
+outputs are on disk, buffered commands in their own file.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from .execution import (
     upload_outputs,
 )
 from .handlers import HandlerTable, TaskResult, kind_of
+from .kept import Kept, ResultShelf
 from .link import Link, Offline
 from .local_store import QueueStore
 from .mirror import QueueMirror
@@ -134,6 +137,14 @@ class Worker:
             config.state_dir / "queues.sqlite3", worker=self.principal, on_applied=self._applied
         )
         self.pool = SlotPool(config.slots, config.state_dir / "slots")
+        #: results finished offline by this run or an earlier one, not yet submitted
+        self.kept = ResultShelf(self.store, self.pool)
+        #: the log's head of each group with a kept result, read once online (``_caught_up``)
+        self._heads: dict[str, int] = {}
+        #: groups whose membership this run saw revoked (NOT_A_MEMBER), and the ones the
+        #: stream and slot threads reported, for the loop to fence (``_revoke``)
+        self.revoked: set[str] = set()
+        self._revocations: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.buffer = OfflineBuffer(
             config.state_dir / "offline.sqlite3", key=config.private_key(), actor=self.principal
         )
@@ -143,6 +154,7 @@ class Worker:
             clock=clock,
             probe_every_s=probe_every_s,
             on_change=self._connectivity,
+            on_not_member=self._not_a_member,
         )
         shares = {g: Share(c.weight, c.quota) for g, c in config.groups.items()}
         self.scheduler = Scheduler(SchedulingPolicy(shares=shares))
@@ -215,7 +227,9 @@ class Worker:
         sent as ``work.checkpoint``, releasing the lease, R10.2-08); keep ticking so results
         are submitted and leases renewed meanwhile; then flush and close. True when every
         slot stopped within ``shutdown_timeout_s`` (a handler that never checkpoints keeps its
-        thread: the caller must then exit the process; its lease expires on the authority)."""
+        thread: the caller must then exit the process; its lease expires on the authority).
+        A finished result that could not be submitted (offline) is kept on disk for the next
+        run (``kept.py``)."""
         if self._closed is not None:
             return self._closed
         self._stopping.set()
@@ -234,6 +248,7 @@ class Worker:
             self._wake.wait(self.config.tick_s)
             self._wake.clear()
         clean = not any(run.slot is not None for run in self._snapshot())
+        self._keep_pending()  # what could not be submitted survives the exit (kept.py)
         if not self.link.online:
             self.link.reconnect()
         self._closing.set()
@@ -258,6 +273,7 @@ class Worker:
     def _tick(self, now: datetime) -> None:
         if not self.link.online:
             self.link.reconnect()
+        self._note_revocations()
         if self._follow == "poll":
             self._catch_up()
         self._collect()
@@ -265,7 +281,7 @@ class Worker:
         self._settle()
         taking = self.link.online and not self._stopping.is_set()
         if taking:
-            self.offers.decide_all(now)
+            self.offers.decide_all(now, closed=self.revoked)
         self._keep_leases(now)
         self._report(now)
         if taking:
@@ -283,7 +299,7 @@ class Worker:
         self._wake.set()
 
     def _catch_up(self) -> None:
-        for group, feed in self.feeds.items():
+        for group, feed in list(self.feeds.items()):
             try:
                 self.link.call(feed.catch_up)
             except Offline:
@@ -291,13 +307,18 @@ class Worker:
             except ChainBroken as error:  # R16-03: nothing past it is applied; said loudly
                 log.error("group %s: %s", group, error)
             except ApiError as error:
-                log.warning("group %s: cannot read its events: %s", group, error)
+                if error.code == "NOT_A_MEMBER":  # as the stream's ERROR frame (wire.md §7)
+                    self._revoke(group, "its events are refused: NOT_A_MEMBER")
+                else:
+                    log.warning("group %s: cannot read its events: %s", group, error)
 
     def _follow_stream(self) -> None:
         """The websocket stream for every group (reconnects from the durable cursors,
-        R16-09); a revoked membership drops that group's feed only (wire.md §7)."""
+        R16-09); a revoked membership drops that group's feed only (wire.md §7), and the
+        loop fences its work (``_revoke``)."""
         assert self.config.stream_url is not None
-        feeds = list(self.feeds.values())
+        with self._lock:
+            feeds = list(self.feeds.values())
         while not self._closing.is_set() and feeds:
             follower = StreamFollower(
                 self.authority,  # type: ignore[arg-type]
@@ -310,17 +331,59 @@ class Worker:
             except TimeoutError:
                 continue
             except StreamError as error:
-                if error.code == "NOT_A_MEMBER":
+                if error.code == "NOT_A_MEMBER" and isinstance(error.group, str):
                     feeds = [feed for feed in feeds if feed.group != error.group]
+                    self._not_a_member(error.group)
                 log.warning("stream: %s", error)
             except (ClientError, OSError) as error:
                 log.warning("stream lost: %s", error)
+            with self._lock:  # a group revoked meanwhile (a refused command) is not resubscribed
+                feeds = [feed for feed in feeds if feed.group in self.feeds]
             self._closing.wait(1.0)
 
     def _connectivity(self, online: bool) -> None:
         for run in self._snapshot():
             run.progress._set_online(online)
+        if not online:
+            self._heads.clear()  # the log moves on meanwhile: read its head again after
         self._wake.set()
+
+    def _not_a_member(self, group: str) -> None:
+        """Any thread: the authority answered NOT_A_MEMBER for ``group``; the loop fences."""
+        self._revocations.put(group)
+        self._wake.set()
+
+    def _note_revocations(self) -> None:
+        while True:
+            try:
+                group = self._revocations.get_nowait()
+            except queue.Empty:
+                return
+            self._revoke(group, "the authority answers NOT_A_MEMBER")
+
+    def _revoke(self, group: str, why: str) -> None:
+        """The membership in ``group`` is gone: that group only is dropped, at once.
+
+        A revocation fences, in the same command, every item the member holds queued or
+        under a live lease (wire.md §6, protocol.md §2; R11.5-01, R11.3-07), and the stream
+        ends with NOT_A_MEMBER (wire.md §7) — so the ``membership.revoked`` event itself may
+        never reach this worker, and its projection cannot be waited for. Locally, then: its
+        feed is no longer read, its queued items leave the scheduler (``QueueMirror.sync``),
+        its offers are not decided, its running items stop at their next checkpoint without
+        sending anything (``_lose``), its kept results are discarded, and no command goes to
+        it. The other groups are untouched (R0-01). For the rest of this run: a later grant
+        is picked up by the next one."""
+        if group in self.revoked or group not in self.config.groups:
+            return
+        log.warning("group %s: membership revoked (%s): its feed and work are dropped", group, why)
+        self.revoked.add(group)
+        with self._lock:
+            self.feeds.pop(group, None)
+        for run in self._snapshot():
+            if run.group == group and not run.lost:
+                self._lose(run, "membership revoked")
+        for key in [key for key in self.kept.kept if key[0] == group]:
+            self.kept.discard(key, "the membership in its group was revoked")
 
     # --- 2. outcomes -----------------------------------------------------------------------
 
@@ -354,13 +417,14 @@ class Worker:
         with self._lock:
             self._running.pop(key, None)
         self._documents.pop(key, None)
+        self.kept.forget(key)  # submitted, failed or fenced: nothing is left to submit
 
     # --- 3. the store's queues into the scheduler -------------------------------------------
 
     def _sync(self, now: datetime) -> None:
         with self._lock:
             running = set(self._running)
-        self.queue.sync(now, running=running)
+        self.queue.sync(now, running=running, closed=self.revoked)
         owned = set(self.queue.items) | running
         for forget in (self._disclosed, self._disclose_checked):
             for key in [k for k in forget if k not in owned and not self.store.owned(*k)]:
@@ -397,15 +461,125 @@ class Worker:
     # --- 4. results --------------------------------------------------------------------------
 
     def _settle(self) -> None:
+        if self.link.online:
+            self._settle_kept()
         for run in self._snapshot():
             if not self.link.online:
-                return  # R11.5-06: reconcile before any submission
+                # R11.5-06: reconcile before any submission; meanwhile the result is kept
+                self._keep_pending()
+                return
             if run.result is not None:
                 self._submit(run, run.result)
             elif run.failure is not None:
                 self._fail(run, f"the handler raised {type(run.failure).__name__}")
 
+    def _keep_pending(self) -> None:
+        """Keep every finished result not yet submitted on disk (``kept.py``), so that a
+        shutdown or a crash before reconnection does not lose it."""
+        for run in self._snapshot():
+            if run.result is None or run.lost or run.key in self.kept:
+                continue
+            try:
+                self.kept.keep(run, run.result, now=self._clock())
+            except OSError as error:
+                log.error("result of %s/%s not kept: %s", run.group, run.work_item, error)
+
+    def _settle_kept(self) -> None:
+        """Decide the results an earlier run kept (this run's own are still in ``_running``
+        and are submitted below, the same way).
+
+        Only once online, which the link is only after the buffer is reconciled (R11.5-06),
+        and once the group's projection has caught up with the log's head as read after
+        reconnecting: a projection from before the outage would still show the lease the
+        new session revoked (R11.3-10). Then, by the projection: still this worker's under
+        the same lease — submitted under it (R11.3-04); queued for this worker under the
+        same ownership epoch (the lease revoked by a session replacement, R11.3-10) — left
+        for ``_start``, which submits it under the fresh lease; otherwise discarded, said in
+        one line: another owner or an end in the log means the result must not complete the
+        item (R11.5-03), and the authority would refuse it."""
+        with self._lock:
+            running = set(self._running)
+        for key, kept in list(self.kept.kept.items()):
+            if key in running:
+                continue
+            if key[0] not in self.config.groups:
+                self.kept.discard(key, "its group is no longer in the config")
+                continue
+            if not self._caught_up(key[0]):
+                continue
+            row = self.store.owned(*key)
+            lease = row["lease"] if row else None
+            if row is None or row["ownership_epoch"] != kept.ownership_epoch:
+                self.kept.discard(key, "the log no longer gives the item to this worker")
+            elif row["state"] == S.ACTIVE and lease is not None:
+                if lease["lease_id"] == kept.lease_id and lease["status"] == "active":
+                    run = self._kept_run(
+                        kept,
+                        lease_id=lease["lease_id"],
+                        started_at=parse_timestamp(lease["started_at"]),
+                        expires_at=parse_timestamp(lease["expires_at"]),
+                        session_epoch=lease["session_epoch"],
+                        urgency=row["terms"]["urgency"],
+                    )
+                    run.seen_active = True
+                else:
+                    self.kept.discard(key, "its lease is no longer the one it finished under")
+            elif row["state"] != S.QUEUED:
+                self.kept.discard(key, f"the item is {row['state']}")
+
+    def _caught_up(self, group: str) -> bool:
+        """Whether ``group``'s projection has reached the head the log had when first asked
+        after reconnecting (one read per group with a kept result)."""
+        head = self._heads.get(group)
+        if head is None:
+            try:
+                page = self.link.read(
+                    f"/groups/{group}/events", {"after": self.store.cursor(group), "limit": 1}
+                )
+            except Offline:
+                return False
+            except ApiError as error:
+                if error.code == "NOT_A_MEMBER":
+                    self._revoke(group, "its events are refused: NOT_A_MEMBER")
+                return False
+            head = self._heads[group] = int(page.get("head") or 0)
+        return self.store.cursor(group) >= head
+
+    def _kept_run(
+        self,
+        kept: Kept,
+        *,
+        lease_id: str,
+        started_at: datetime,
+        expires_at: datetime,
+        session_epoch: int | None,
+        urgency: str | None,
+    ) -> Running:
+        """A kept result back in the runtime's hands under ``lease_id``, without a slot:
+        ``_settle`` submits it and ``_keep_leases`` renews the lease meanwhile."""
+        now = self._clock()
+        run = Running(
+            group=kept.group,
+            work_item=kept.work_item,
+            mission=kept.mission,
+            ownership_epoch=kept.ownership_epoch,
+            lease_id=lease_id,
+            lease_started_at=started_at,
+            lease_expires_at=expires_at,
+            session_epoch=session_epoch or self.authority.current_session().epoch,
+            contract=kept.contract,
+            urgency=urgency or "normal",
+            org_priority_class=self.config.groups[kept.group].org_priority_class,
+            expected_s=0.0,
+            started_at=now,
+            result=kept.result,
+        )
+        with self._lock:
+            self._running[kept.key] = run
+        return run
+
     def _submit(self, run: Running, result: TaskResult) -> None:
+        self._charge(run)  # under the lease the submission closes
         try:
             digests = self.link.call(lambda: upload_outputs(self.authority, run, result))
             evidence = evidence_items(run, result, digests)
@@ -415,6 +589,7 @@ class Worker:
                 )
             )
         except Offline:
+            self._keep_pending()
             return
         except ApiError as error:
             log.warning("submission of %s refused: %s", run.work_item, error)
@@ -491,6 +666,14 @@ class Worker:
             )
             self._send_or_buffer(run, "work.progress", body)
             run.reported = Reported(now, state, estimate)
+            self._charge(run)
+
+    def _charge(self, run: Running) -> None:
+        """``work.usage`` with what the handler used since the last charge (R11.5-12)."""
+        usage = run.progress._take_charges()
+        if usage:
+            body = {"work_item": run.work_item, "lease_id": run.lease_id, "usage": usage}
+            self._send_or_buffer(run, "work.usage", body)
 
     def _send_or_buffer(self, run: Running, type_: str, body: dict[str, Any]) -> bool:
         """Send ``body`` now, or buffer it signed when offline and still inside the grace
@@ -580,6 +763,23 @@ class Worker:
         except ApiError as error:
             return self._defer(key, now, error)
         session_epoch = self.authority.current_session().epoch
+        kept = self.kept.get(key)
+        if kept is not None and kept.ownership_epoch != row["ownership_epoch"]:
+            self.kept.discard(key, "the item was started under another ownership epoch")
+        elif kept is not None:
+            # R11.3-10: this run's session revoked the lease the result was finished under and
+            # the item came back to this worker's queue; the fresh lease carries the kept
+            # result (R11.3-04), and the handler is not run again
+            self._kept_run(
+                kept,
+                lease_id=result["lease"]["lease_id"],
+                started_at=now,
+                expires_at=parse_timestamp(result["lease"]["expires_at"]),
+                session_epoch=session_epoch,
+                urgency=item.urgency,
+            )
+            self.scheduler.finish(*key, used_seconds=0.0)
+            return True
         run = Running(
             group=item.group,
             work_item=item.work_item,

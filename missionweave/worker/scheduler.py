@@ -73,9 +73,26 @@ one heap of candidate Groups per class, then the chosen Group's item heap per cl
 (lazy deletion with compaction: no scan of all items or all Groups). Pure and deterministic:
 no clock is read (every time is an argument), no randomness, ties broken by arrival.
 
-The passes are soft state, kept in memory: the queues themselves are rebuilt by replay
-(R11.1-02), and a restarted Worker starts every Group level, which no Group can exploit
-since it only forgets history.
+After a restart
+---------------
+The passes and ``V`` are soft state, kept in memory and not persisted: the queues themselves
+are rebuilt by replay (R11.1-02), and a restarted Worker starts every Group level (every pass
+``= V = 0``). That is safe, and storing them would buy little:
+
+- *The wait bound holds from any starting pass.* The proof above assumes nothing about the
+  passes at ``t0`` beyond ``Λ``; after a restart ``Λ = 0`` for every Group, so an item with
+  ``k`` items of its Group ahead waits at most ``k + (G - 1) + ⌊(B + (k·c_max + E) / w_g) ·
+  (W - w_g) / c_min⌋`` decisions, and a head item with exact estimates at most
+  ``(G - 1) + ⌊B · (W - w_g) / c_min⌋`` — no more than in steady state, where ``Λ`` may be
+  up to ``c_max / w_g``.
+- *Fairness converges again; a restart moves each share by a bounded amount, once.* Before
+  it, a backlogged Group's effective pass lies within ``[V - B, V + (c_max + E) / w_g]``;
+  levelling forgets at most that spread, i.e. ``B · w_g + c_max + E`` seconds of slot time
+  gained or lost per Group per restart, which does not accumulate over the schedule: from
+  the new start, stride keeps every pass difference bounded as it does from any start. An
+  item running at the restart has its lease revoked by the new session (R11.3-10) and its
+  slot time is charged to nobody: at most one item per slot, per restart. No Group can
+  exploit it: a restart only forgets history, and no Coordinator can cause one.
 """
 
 from __future__ import annotations

@@ -18,6 +18,10 @@ The runtime enforces that, not the handler's good manners: a handler receives on
   ``root/checkpoints/<item key>``, keyed by Group and WorkItem, never reachable through the
   file methods. They outlive the slot on purpose: a preempted or crashed item resumes from
   its last checkpoint in a new slot (``ctx.resume_from``, R11.5-01).
+- **Kept results**: the output bytes of a result finished while the authority could not
+  be reached (``kept.py``) are written durably under ``root/results/<item key>``, named by
+  their digest. Like checkpoints they outlive the slot and are never reachable through a
+  slot's file methods.
 - **Tool budgets**: spending past a limit, or on a tool with no budget, is refused whole.
 - **Side-effect keys**: ``idempotency_key(effect)`` is R16-12's key over the Group-qualified
   mission, the WorkItem, the ownership epoch and the effect name. The pool never lets two
@@ -53,7 +57,7 @@ import secrets
 import shutil
 import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
@@ -396,6 +400,34 @@ class CheckpointStore:
         return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
 
+class ResultFiles:
+    """The output bytes of one finished WorkItem, kept until its submission is decided
+    (``kept.py``). Each file is named by the digest of its bytes, so reading it back checks
+    it is the same output; written like a checkpoint (fsync, atomic rename)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+
+    def write(self, data: bytes) -> str:
+        """Store ``data`` durably; its ``sha256:`` digest."""
+        found = sha256_digest(data)
+        self._dir.mkdir(mode=0o700, parents=False, exist_ok=True)
+        _write_durably(self._dir, found.removeprefix("sha256:"), data)
+        return found
+
+    def read(self, wanted: str) -> bytes:
+        """The bytes of ``wanted``; ``ValueError`` unless they are still exactly those."""
+        if not is_digest(wanted):
+            raise ValueError(f"{wanted!r} is not a sha256 digest")
+        data = (self._dir / wanted.removeprefix("sha256:")).read_bytes()
+        if sha256_digest(data) != wanted:
+            raise ValueError(f"the kept bytes of {wanted} do not match their digest")
+        return data
+
+    def discard(self) -> None:
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
 def _checkpoint_from(document: dict[str, Any]) -> Checkpoint:
     state = document["state"]
     return Checkpoint(
@@ -597,7 +629,8 @@ class SlotPool:
 
     ``root`` belongs to one pool at a time (an exclusive ``flock`` on ``root/.lock``): at
     start the pool removes slot directories a crashed predecessor left behind, which is only
-    safe when nobody else uses them. Checkpoints under ``root/checkpoints`` are kept.
+    safe when nobody else uses them. Checkpoints under ``root/checkpoints`` and kept results
+    under ``root/results`` are kept.
     """
 
     def __init__(self, max_concurrency: int, root: Path) -> None:
@@ -618,6 +651,7 @@ class SlotPool:
             raise SlotError(f"{self.root} is in use by another slot pool") from None
         self._slots_dir = _private_dir(self.root / "slots")
         self._checkpoints_dir = _private_dir(self.root / "checkpoints")
+        self._results_dir = _private_dir(self.root / "results")
         for leftover in self._slots_dir.iterdir():  # scratch of a crashed run: may hold secrets
             shutil.rmtree(leftover, ignore_errors=True)
         self._lock = threading.Lock()
@@ -653,6 +687,18 @@ class SlotPool:
     # checkpoints
     def checkpoints(self, group: str, work_item: str) -> CheckpointStore:
         return CheckpointStore(self._checkpoints_dir / _item_key(group, work_item))
+
+    # results kept across an offline shutdown (``kept.py``)
+    def result_files(self, group: str, work_item: str) -> ResultFiles:
+        return ResultFiles(self._results_dir / _item_key(group, work_item))
+
+    def prune_results(self, keep: Collection[tuple[str, str]]) -> None:
+        """Remove the kept outputs of every item not in ``keep``: files a crash left between
+        writing them and recording their row, or after deleting it."""
+        wanted = {_item_key(group, work_item) for group, work_item in keep}
+        for found in self._results_dir.iterdir():
+            if found.name not in wanted:
+                shutil.rmtree(found, ignore_errors=True)
 
     # acquire, run, release
     def acquire(self, assignment: Assignment) -> Slot:

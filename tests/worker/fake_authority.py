@@ -6,6 +6,9 @@ commands of the worker (``submit``) and of the test's coordinator (``story``) ar
 appended, and served as wire.md §6 documents with their hash chain through ``get_json``, so
 the worker's ``QueueStore`` folds them exactly as it folds the real log. ``unreachable``
 makes every call raise ``Unavailable``, as the client does once its retries are spent.
+``revoke`` revokes the worker's membership in a group, after which the group answers every
+read and command of the worker ``NOT_A_MEMBER`` (the server's door, wire.md §2, §4);
+``replace_session`` opens a new session for it, revoking its active leases (R11.3-10).
 
 What it does not emulate: the write path's follow-ups after a submission (the authority's
 own manifests, evidence and review requests), capability token signatures (tokens are opaque
@@ -16,8 +19,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +32,8 @@ from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ProtocolError, http_status
 from missionweave.protocol.facts import Command, Decision, StateKey
-from missionweave.protocol.memberships import GRANT
+from missionweave.protocol.identifiers import AUTHORITY
+from missionweave.protocol.memberships import GRANT, REVOKE, owned_items_key
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.items import work_item_key
 from tests.protocol.work_scenarios import (
@@ -123,6 +128,10 @@ class FakeAuthority:
         self.clock = clock
         self.principal = principal
         self.unreachable = False
+        #: groups where the worker's membership was revoked (``revoke``)
+        self.revoked: set[str] = set()
+        #: how many times each group's events were asked for
+        self.reads: Counter[str] = Counter()
         self.sent: list[Sent] = []
         self.uploads: dict[str, bytes] = {}
         self.published: list[dict[str, Any]] = []
@@ -141,10 +150,47 @@ class FakeAuthority:
 
     # --- the test's coordinator ----------------------------------------------------------------
 
-    def _admin(self, log: GroupLog, type_: str, body: dict[str, Any]) -> None:
+    def _admin(
+        self, log: GroupLog, type_: str, body: dict[str, Any], *, actor: str = ADMIN
+    ) -> None:
         now = self.clock.now
-        decision = log.scenario.when(type_, body, actor=ADMIN, now=now)
-        log.scenario.then(decision, actor=ADMIN, at=now)
+        decision = log.scenario.when(type_, body, actor=actor, now=now)
+        events = log.scenario.then(decision, actor=actor, at=now)
+        for story in log.stories.values():  # the fenced items' bookkeeping (owner, lease)
+            for event_type, payload in events:
+                story._track(event_type, payload)
+
+    def revoke(self, group: str) -> None:
+        """An admin revokes the worker's membership in ``group``: the same command fences
+        every item it owns (protocol.md §2), and from then on the group refuses it."""
+        log = self.groups[group]
+        owned = tuple(
+            sorted(
+                ident
+                for ident in log.stories
+                if self.item(group, ident).get("owner") == self.principal
+            )
+        )
+        log.scenario.outside[owned_items_key(self.principal)] = owned
+        self._admin(log, REVOKE, {"principal": self.principal})
+        self.revoked.add(group)
+
+    def replace_session(self) -> None:
+        """The worker opens a new session (a new process): its active leases are revoked and
+        their items queued again for it (R11.3-10), as ``POST /sessions`` does."""
+        epoch = self.session.epoch + 1
+        self.session = replace(self.session, session_id=f"s-{epoch}", epoch=epoch)
+        for log in self.groups.values():
+            log.driver.sessions[self.principal] = epoch
+            for ident in sorted(log.stories):
+                lease = self.item(log.name, ident).get("lease")
+                if lease and lease["agent"] == self.principal and lease["status"] == "active":
+                    body = {
+                        "work_item": ident,
+                        "lease_id": lease["lease_id"],
+                        "session_epoch": epoch,
+                    }
+                    self._admin(log, "lease.revoke", body, actor=AUTHORITY)
 
     def story(self, group: str, item: str, **contract: Any) -> WorkStory:
         """A WorkItem authorised by the coordinator in ``group``, in the group's one mission
@@ -181,9 +227,11 @@ class FakeAuthority:
 
     # --- the Authority protocol ----------------------------------------------------------------
 
-    def _reachable(self) -> None:
+    def _reachable(self, group: str | None = None) -> None:
         if self.unreachable:
             raise Unavailable("the fake authority is unreachable")
+        if group in self.revoked:
+            raise ApiError(403, "NOT_A_MEMBER", f"{self.principal} is not a member of {group}")
 
     def submit(
         self,
@@ -200,6 +248,7 @@ class FakeAuthority:
             reply = self._replies[command_id]
             return CommandResult(command_id, reply.status, reply.body, True)
         self.sent.append(Sent(group, type_, body, extensions, command_id))
+        self._reachable(group)  # recorded first: a test sees what was sent to a revoked group
         log = self.groups[group]
         now = self.clock.now
         log.driver.at = now
@@ -235,6 +284,10 @@ class FakeAuthority:
         if parts == ["sessions", "current"]:
             return {"memberships": {g: {"roles": ["worker"], "epoch": 1} for g in self.groups}}
         if parts[0] == "groups" and parts[2] == "events":
+            self.reads[parts[1]] += 1  # attempts, refused ones included
+        if parts[0] == "groups":
+            self._reachable(parts[1])
+        if parts[0] == "groups" and parts[2] == "events":
             events = self.groups[parts[1]].events()
             after, limit = int((params or {})["after"]), int((params or {})["limit"])
             return {"events": events[after : after + limit], "head": len(events)}
@@ -255,7 +308,7 @@ class FakeAuthority:
         return digest
 
     def publish(self, group: str, work_item: str, lease_id: str, **manifest: Any) -> Any:
-        self._reachable()
+        self._reachable(group)
         self.published.append({"group": group, "work_item": work_item, **manifest})
         return CommandResult("publish", 201, {}, False)
 

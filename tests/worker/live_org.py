@@ -1,6 +1,7 @@
 """A small organisation on the live server for the Worker's end-to-end tests: two groups, a
-coordinator agent (w1) that authorises and offers work as test code, and a worker agent (w2)
-whose key and TOML config the runtime under test uses.
+coordinator agent (w1) that authorises and offers work as test code, a worker agent (w2)
+whose key and TOML config the runtime under test uses, and the staff admin (alice) who
+granted their memberships.
 
 Everything the server should see is committed (``transactional_db``), and every command goes
 through the real API signed by its agent (``AgentClient``).
@@ -16,7 +17,7 @@ from missionweave.client import AgentClient
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.signing import b64url_encode, private_key_seed
 from tests import factories
-from tests.factories import AgentPersona, mission_body, now_text, unique
+from tests.factories import AgentPersona, HumanPersona, mission_body, now_text, unique
 from tests.live_server import LiveServer
 from tests.work.lifecycle import DEADLINE, selection_basis
 
@@ -29,6 +30,8 @@ class LiveOrg:
     server: LiveServer
     coordinator: AgentPersona
     worker: AgentPersona
+    #: the staff admin who granted the memberships (and may revoke them)
+    admin: HumanPersona
 
     def coordinator_client(self) -> AgentClient:
         return AgentClient(self.server.url, self.coordinator.id, self.coordinator.key)
@@ -116,7 +119,7 @@ def build_live_org(server: LiveServer) -> LiveOrg:
     for group in GROUPS:
         factories.grant(alice, group, coordinator, "coordinator")
         factories.grant(alice, group, worker, "worker")
-    return LiveOrg(server, coordinator, worker)
+    return LiveOrg(server, coordinator, worker, alice)
 
 
 def item_of(client: AgentClient, group: str, work_item: str) -> dict[str, Any]:

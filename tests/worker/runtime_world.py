@@ -101,6 +101,18 @@ class World:
             probe_every_s=0.0,
         )
 
+    def restart(self, handlers: Mapping[str, Handler]) -> Worker:
+        """A new runtime on the same state folder and authority (the next run of the
+        process; ``authority.replace_session`` makes it a new session, R11.3-10)."""
+        return Worker(
+            self.config,
+            self.authority,
+            handlers=HandlerTable(dict(handlers)),
+            clock=self.clock,
+            follow="poll",
+            probe_every_s=0.0,
+        )
+
     def tick(self) -> None:
         self.worker.tick()
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from missionweave.protocol import states as S
 from missionweave.protocol.work.schedule import FIELDS
+from missionweave.worker.config import GroupConfig
 from missionweave.worker.execution import TOKEN_NAME
 from missionweave.worker.handlers import Progress, TaskResult
 from missionweave.worker.slots import SlotContext
@@ -274,4 +275,53 @@ def test_work_the_log_takes_away_stops_at_its_next_checkpoint_and_sends_nothing(
             w.tick()
         assert w.state(ALPHA, "wi-1") == S.CANCELLED
         assert w.authority.sent[sent_before:] == []
+        assert w.worker.errors == []
+
+
+def test_a_revoked_membership_drops_that_groups_feed_and_work_only(tmp_path: Path) -> None:
+    """wire.md §7, protocol.md §2 (R11.5-01, R11.3-07), R0-01: the worker serves two groups;
+    its membership in one is revoked, and from then on that group answers NOT_A_MEMBER (so
+    the revocation event itself never reaches the worker). Its running item stops at its next
+    checkpoint and its queued item leaves the scheduler, both fenced locally; its feed is not
+    read again and no command is sent to it; the other group's work still flows."""
+    gate = Gate()
+    digest = [{"id": "text.digest", "version": "1"}]
+    with world(
+        tmp_path,
+        (ALPHA, BETA),
+        handlers={"text.summarise": gate, "text.digest": summarise},
+        slots=2,
+        group_configs={ALPHA: GroupConfig(quota=1), BETA: GroupConfig()},
+    ) as w:
+        for item in ("a-1", "a-2"):
+            w.authority.story(ALPHA, item)
+            w.authority.offer(ALPHA, item)
+        w.until(
+            lambda: (
+                gate.started.is_set()
+                and sorted(w.state(ALPHA, i) for i in ("a-1", "a-2")) == [S.ACTIVE, S.QUEUED]
+            )
+        )
+        w.authority.story(BETA, "b-1", capabilities=digest)
+        w.authority.offer(BETA, "b-1")
+        w.until(lambda: w.state(BETA, "b-1") == S.SUBMITTED)
+
+        sent_before, reads_before = len(w.authority.sent), w.authority.reads[ALPHA]
+        w.authority.revoke(ALPHA)
+        w.until(lambda: ALPHA in w.worker.revoked and w.worker.pool.free == 2)
+        w.authority.story(BETA, "b-2", capabilities=digest)
+        w.authority.offer(BETA, "b-2")
+        w.until(lambda: w.state(BETA, "b-2") == S.SUBMITTED)
+        for _ in range(20):
+            w.tick()
+
+        after = w.authority.sent[sent_before:]
+        assert [s.type for s in after if s.group == ALPHA] == []
+        assert {"work.accept_offer", "work.start", "work.submit"} <= {s.type for s in after}
+        assert w.authority.reads[ALPHA] == reads_before + 1  # the one read it refused
+        assert ALPHA not in w.worker.feeds
+        assert w.worker.revoked == {ALPHA}
+        assert not any(group == ALPHA for group, _item in w.worker.queue.items)
+        assert ALPHA not in {run.group for run in w.worker._snapshot()}
+        assert (w.worker.scheduler.queued(ALPHA), w.worker.scheduler.running(ALPHA)) == (0, 0)
         assert w.worker.errors == []

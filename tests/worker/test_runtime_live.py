@@ -1,7 +1,8 @@
 """The Worker against the real server (issue 14 §6): a coordinator (this test) authorises and
 offers an item in each of two groups; a Worker running in a thread follows both groups on the
 websocket stream, accepts, discloses, starts, reports progress and submits a real artifact
-with evidence — every command signed by the agent and accepted by the real write path."""
+with evidence — every command signed by the agent and accepted by the real write path; and a
+membership revoked under it stops that group's work only."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from apps.registry import services
 from missionweave.client import AgentClient
 from missionweave.protocol import states as S
 from missionweave.worker.config import load_config
@@ -78,6 +80,52 @@ def test_a_worker_serves_two_groups_end_to_end(live_org: LiveOrg, tmp_path: Path
                 {"media_type": "text/markdown"}, work_item, item["contract"]["goal"], QUICK_STEPS
             )
             assert coordinator.download(digest) == expected
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+        coordinator.close()
+        worker_client.close()
+    assert outcome == {"clean": True}
+    assert worker.errors == []
+
+
+def test_a_revoked_membership_stops_that_groups_work_only(
+    live_org: LiveOrg, tmp_path: Path
+) -> None:
+    """wire.md §7, protocol.md §2 (R11.5-01, R11.3-07), R0-01: while the worker runs a long
+    item in g-alpha, an admin revokes its membership there. The stream ends that group with
+    NOT_A_MEMBER; the worker drops it — the running item stops without writing anything more
+    to the group's log — and the work of g-beta still flows."""
+    alpha, beta = GROUPS
+    config = load_config(live_org.write_config(tmp_path))
+    coordinator = live_org.coordinator_client()
+    worker_client = AgentClient(
+        live_org.server.url, live_org.worker.id, live_org.worker.key, agent_card_version="1"
+    )
+    worker = Worker(config, worker_client)
+    outcome: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("clean", worker.run()))
+    thread.start()
+    try:
+        slow = live_org.offer(coordinator, alpha, kind="text.digest")
+        wait_for(lambda: item_of(coordinator, alpha, slow)["state"] == S.ACTIVE)
+        revoked = services.membership_revoke(
+            group_id=alpha, admin=live_org.admin.caller, principal=live_org.worker.principal
+        )
+        revoked_at = max(event["sequence"] for event in revoked.body["events"])
+        wait_for(
+            lambda: (
+                alpha in worker.revoked and all(run.group != alpha for run in worker._snapshot())
+            )
+        )
+        quick = live_org.offer(coordinator, beta)
+        wait_for(lambda: item_of(coordinator, beta, quick)["state"] == S.SUBMITTED)
+        events = coordinator.get_json(
+            f"/groups/{alpha}/events", params={"after": revoked_at, "limit": 1000}
+        )["events"]
+        assert [e for e in events if e["actor"] == live_org.worker.principal] == []
+        assert item_of(coordinator, alpha, slow)["owner"] != live_org.worker.principal
+        assert worker.revoked == {alpha}
     finally:
         worker.stop()
         thread.join(timeout=30)

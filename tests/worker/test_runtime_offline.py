@@ -1,12 +1,17 @@
 """Bounded offline execution on the worker's side (R11.5-04..R11.5-09): reversible work goes
 on, the rest stops at a checkpoint; progress and checkpoints are buffered signed with the
-binding and reconciled — accepted by the real protocol core — on reconnection."""
+binding and reconciled — accepted by the real protocol core — on reconnection; a result
+finished offline is kept across a shutdown and decided after reconciliation."""
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from missionweave.protocol import states as S
 from missionweave.protocol.envelope import signing_bytes
@@ -93,7 +98,10 @@ def test_irreversible_work_stops_at_a_checkpoint_offline_and_resumes_after_recon
         w.authority.unreachable = True
         w.clock.advance(61)  # the heartbeat finds the authority gone
         w.until(lambda: len(w.worker.buffer) == 2)  # the heartbeat and the checkpoint
-        assert [b.type for b in w.worker.buffer.pending()] == ["work.progress", "work.checkpoint"]
+        # in either order: the loop buffers the heartbeat while the slot thread buffers the
+        # checkpoint it stopped at
+        buffered = sorted(b.type for b in w.worker.buffer.pending())
+        assert buffered == ["work.checkpoint", "work.progress"]
         assert w.worker.pool.free == 1  # the slot is released
         assert w.sent("work.checkpoint") == []
 
@@ -178,3 +186,171 @@ def test_commands_buffered_before_a_shutdown_are_reconciled_by_the_next_run(
         again.stop()
         assert again.shutdown()
     assert again.errors == []
+
+
+# --- a result finished offline, kept across the shutdown (kept.py) ------------------------------
+
+
+class Finisher:
+    """A handler that finishes when told to, and counts how often it ran."""
+
+    def __init__(self) -> None:
+        self.finish = threading.Event()
+        self.calls: list[str] = []
+
+    def __call__(self, ctx: SlotContext, progress: Progress) -> TaskResult:
+        self.calls.append(ctx.work_item)
+        self.finish.wait(10)
+        return result_for(ctx.mission_context, 2)
+
+
+def _finished_offline_then_shut_down(tmp_path: Path, handler: Finisher) -> tuple[World, str]:
+    """wi-1 starts online, finishes while the authority is unreachable, and the worker shuts
+    down before it is reachable again; the lease id it finished under."""
+    w = World(tmp_path, handlers={"text.summarise": handler})
+    w.authority.story(ALPHA, "wi-1")
+    w.authority.offer(ALPHA, "wi-1")
+    w.until(lambda: len(w.sent("work.progress")) == 1)
+    lease_id = w.authority.item(ALPHA, "wi-1")["lease"]["lease_id"]
+    w.authority.unreachable = True
+    handler.finish.set()
+    w.until(lambda: bool(w.worker.store.kept_results()))
+    w.worker.stop()
+    assert w.worker.shutdown()
+    assert w.worker.errors == []
+    assert w.sent("work.submit") == []
+    assert list(_results_dir(w).iterdir())  # the outputs are on disk, beside the checkpoints
+    return w, lease_id
+
+
+def _results_dir(w: World) -> Path:
+    return w.config.state_dir / "slots" / "results"
+
+
+def _expected_outputs(w: World) -> dict[str, bytes]:
+    context = {"contract": w.authority.item(ALPHA, "wi-1")["contract"], "work_item": "wi-1"}
+    return {output.name: output.data for output in result_for(context, 2).outputs}
+
+
+def _run_until(again: Worker, condition: Callable[[], bool]) -> None:
+    wait_until(again.tick, condition)
+    for _ in range(10):  # and a while longer: nothing more is sent
+        again.tick()
+
+
+def test_a_result_finished_offline_survives_the_shutdown_and_is_submitted_once(
+    tmp_path: Path,
+) -> None:
+    """R11.5-04, R11.5-06, R11.3-04: a handler that finished while the authority was
+    unreachable has its result kept on disk when the worker shuts down offline; the next run
+    on the same folder reconciles, finds the item still under the same live lease in its
+    projection and submits it — once, with the same outputs, under that lease — without
+    running the handler again; then nothing of it is left on disk."""
+    handler = Finisher()
+    w, lease_id = _finished_offline_then_shut_down(tmp_path, handler)
+
+    w.authority.unreachable = False
+    again = w.restart({"text.summarise": handler})
+    try:
+        _run_until(again, lambda: w.state(ALPHA, "wi-1") == S.SUBMITTED)
+        (submitted,) = w.sent("work.submit")
+        assert submitted.body["lease_id"] == lease_id
+        outputs = {name: w.authority.uploads[d] for name, d in submitted.body["outputs"].items()}
+        assert outputs == _expected_outputs(w)
+        assert {e["criterion"] for e in submitted.body["evidence"]} == {"c1", "c2"}
+        assert handler.calls == ["wi-1"]
+        assert len(w.sent("work.start")) == 1
+        assert again.store.kept_results() == []
+        assert list(_results_dir(w).iterdir()) == []
+    finally:
+        again.stop()
+        assert again.shutdown()
+    assert again.errors == []
+
+
+def test_a_kept_result_is_submitted_under_a_fresh_lease_after_a_session_replacement(
+    tmp_path: Path,
+) -> None:
+    """R11.3-10, R11.3-04, R11.5-06: the next process opens a new session, which revokes the
+    lease the result was finished under and queues the item again for this worker (same
+    ownership epoch). The kept result is then submitted under the lease of the next
+    ``work.start`` instead of running the handler again."""
+    handler = Finisher()
+    w, lease_id = _finished_offline_then_shut_down(tmp_path, handler)
+
+    w.authority.unreachable = False
+    w.authority.replace_session()
+    assert w.state(ALPHA, "wi-1") == S.QUEUED
+    again = w.restart({"text.summarise": handler})
+    try:
+        _run_until(again, lambda: w.state(ALPHA, "wi-1") == S.SUBMITTED)
+        (submitted,) = w.sent("work.submit")
+        second = w.sent("work.start")[1]
+        assert second.body["ownership_epoch"] == 1
+        assert submitted.body["lease_id"] != lease_id
+        outputs = {name: w.authority.uploads[d] for name, d in submitted.body["outputs"].items()}
+        assert outputs == _expected_outputs(w)
+        assert handler.calls == ["wi-1"]
+        assert again.store.kept_results() == []
+    finally:
+        again.stop()
+        assert again.shutdown()
+    assert again.errors == []
+
+
+def test_a_kept_result_whose_item_the_log_took_away_is_discarded_with_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """R11.5-03, R11.5-06: cancelled while the worker was down, the item is no longer this
+    worker's in its projection: the kept result is discarded after reconciliation, said in
+    one line with the reason, and nothing is submitted or uploaded."""
+    handler = Finisher()
+    w, _lease_id = _finished_offline_then_shut_down(tmp_path, handler)
+
+    w.authority.unreachable = False
+    w.authority.do(ALPHA, "wi-1", "work.cancel")
+    again = w.restart({"text.summarise": handler})
+    try:
+        with caplog.at_level(logging.INFO, logger="missionweave.worker"):
+            _run_until(again, lambda: not again.kept.kept)
+        assert w.sent("work.submit") == []
+        assert w.authority.uploads == {}
+        lines = [r.getMessage() for r in caplog.records if "kept result" in r.getMessage()]
+        assert lines == [
+            "kept result of g-alpha/wi-1 discarded: the log no longer gives the item to this worker"
+        ]
+        assert again.store.kept_results() == []
+        assert list(_results_dir(w).iterdir()) == []
+    finally:
+        again.stop()
+        assert again.shutdown()
+    assert again.errors == []
+
+
+def test_kept_outputs_that_no_longer_match_are_discarded_and_orphans_removed_at_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The kept bytes are read back by digest: a file changed on disk discards its result
+    (logged) rather than submitting other bytes; files a crash left without their row are
+    removed when the next run starts."""
+    handler = Finisher()
+    w, _lease_id = _finished_offline_then_shut_down(tmp_path, handler)
+    (folder,) = _results_dir(w).iterdir()
+    (output,) = folder.iterdir()
+    output.write_bytes(b"not what the handler produced")
+    orphan = _results_dir(w) / "orphan"
+    orphan.mkdir()
+    (orphan / "bytes").write_bytes(b"left by a crash")
+
+    with caplog.at_level(logging.WARNING, logger="missionweave.worker"):
+        again = w.restart({"text.summarise": handler})
+    try:
+        assert again.kept.kept == {}
+        assert again.store.kept_results() == []
+        assert list(_results_dir(w).iterdir()) == []
+        (line,) = [r.getMessage() for r in caplog.records if "kept result" in r.getMessage()]
+        assert line.startswith("kept result of g-alpha/wi-1 discarded: unreadable")
+    finally:
+        handler.finish.set()
+        again.stop()
+        assert again.shutdown()

@@ -37,6 +37,7 @@ CADENCE = ProgressCadence(
     max_interval_s=60, min_interval_s=5, estimate_shift_s=120, estimate_shift_fraction=0.2
 )
 AN_HOUR = Estimate(T0 + timedelta(hours=1), 0.6)
+ALPHA = "g-alpha"
 
 
 def _due(last: Reported | None, state: ProgressState, estimate: Estimate, after_s: float) -> Any:
@@ -239,3 +240,39 @@ def test_a_sequential_offer_is_decided_only_once_those_ahead_have_expired() -> N
     assert not offer_decidable(offer, T0)
     assert offer_decidable(offer, T0 + timedelta(minutes=5))
     assert not offer_decidable(offer, T0 + timedelta(hours=2))
+
+
+def test_what_a_handler_charges_is_sent_as_usage_under_its_lease_before_the_submission(
+    tmp_path: Path,
+) -> None:
+    """R10.1-01(g), R11.5-12: ``progress.charge`` becomes ``work.usage`` under the item's
+    lease, each amount charged once, the last of it before ``work.submit`` closes the lease;
+    the authority records it on the item's budgets."""
+
+    def handler(ctx: SlotContext, progress: Progress) -> TaskResult:
+        progress.charge(tokens=1200, money=0.01)
+        ctx.checkpoint({"next": 1})
+        progress.milestone("half way")
+        progress.charge(tokens=800, tool_calls=2)
+        return result_for(ctx.mission_context, 1)
+
+    with world(tmp_path, handlers={"text.summarise": handler}) as w:
+        w.authority.story(ALPHA, "wi-charged")
+        w.authority.offer(ALPHA, "wi-charged")
+        w.until(lambda: w.state(ALPHA, "wi-charged") == S.SUBMITTED)
+
+        (started,) = w.sent("work.start")
+        usages = w.sent("work.usage")
+        assert usages
+        lease = w.authority.item(ALPHA, "wi-charged")["lease"]["lease_id"]
+        assert {u.body["lease_id"] for u in usages} == {lease}
+        total: dict[str, float] = {}
+        for usage in usages:
+            for dimension, amount in usage.body["usage"].items():
+                total[dimension] = total.get(dimension, 0) + amount
+        assert total == {"tokens": 2000, "money": 0.01, "tool_calls": 2}
+        order = [s.type for s in w.authority.sent]
+        assert max(i for i, t in enumerate(order) if t == "work.usage") < order.index("work.submit")
+        used = w.authority.item(ALPHA, "wi-charged")["budgets"]["used"]
+        assert (used["tokens"], used["tool_calls"]) == (2000, 2)
+        assert started.body["work_item"] == "wi-charged"

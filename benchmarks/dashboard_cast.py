@@ -27,7 +27,7 @@ from missionweave.protocol.identifiers import user_principal
 from missionweave.protocol.signing import generate_private_key
 from missionweave.protocol.timefmt import format_timestamp
 
-from .world import BenchAgent, _open_session, register_agent
+from .world import BenchAgent, register_agent
 
 ORGANIZATION = "org-dash"
 GROUP = "dash-g"
@@ -111,7 +111,7 @@ def build_cast(group: str = GROUP) -> Cast:
         if agent is not None:
             agent.membership_epochs[group] = outcome.body["result"]["epoch"]
     for agent in (coordinator, *workers):
-        _open_session(agent)
+        agent.open_session()
     return cast
 
 

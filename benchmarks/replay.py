@@ -65,7 +65,7 @@ from .servers import running_servers
 from .stats import percentile
 from .stream import cpu_seconds, server_pids
 from .stream_clients import replay_count
-from .world import BenchAgent, _open_session, register_agent
+from .world import BenchAgent, register_agent
 
 ORGANIZATION = "org-replay"
 ADMIN = "replay-admin"
@@ -231,7 +231,7 @@ def _world() -> tuple[BenchAgent, BenchAgent]:
             group_id=GROUP, admin=admin, body={"principal": agent.principal, "roles": [role]}
         )
         agent.membership_epochs[GROUP] = outcome.body["result"]["epoch"]
-    _open_session(writer)
+    writer.open_session()
     return writer, reader
 
 
@@ -424,7 +424,7 @@ def prepare(url: str, events: int, log: Callable[[str], None]) -> BuiltGroup:
 
 def _reader(built: BuiltGroup) -> BenchAgent:
     reader = BenchAgent(built.reader_id, private_key_from_seed(bytes.fromhex(built.reader_seed)))
-    _open_session(reader)
+    reader.open_session()
     return reader
 
 

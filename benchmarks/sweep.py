@@ -53,7 +53,7 @@ from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .facts import _git_revision
-from .world import BenchAgent, _open_session, register_agent
+from .world import BenchAgent, register_agent
 
 ORGANIZATION = "org-sweep"
 ADMIN = "sweep-admin"
@@ -185,7 +185,7 @@ def _world(groups: int, prefix: str) -> tuple[list[str], BenchAgent, list[BenchA
                 group_id=gid, admin=admin, body={"principal": agent.principal, "roles": [role]}
             )
             agent.membership_epochs[gid] = outcome.body["result"]["epoch"]
-        _open_session(agent)
+        agent.open_session()
     return group_ids, coordinator, workers
 
 

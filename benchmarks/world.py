@@ -7,42 +7,20 @@ Every agent is a coordinator of every group, so any client may write into any gr
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from apps.ledger.write_path import Caller
+from apps.demo.personas import InProcessPersona
 from apps.registry import services
-from apps.work import sessions
-from missionweave.protocol.canonical import canonical_bytes
-from missionweave.protocol.identifiers import agent_principal
-from missionweave.protocol.signing import generate_private_key, public_key_text, sign
-from missionweave.protocol.timefmt import format_timestamp
+from missionweave.protocol.signing import generate_private_key, public_key_text
 
 ORGANIZATION = "org-bench"
 ADMIN = "bench-admin"
 
 
-@dataclass
-class BenchAgent:
-    """An agent with its signing key, its session token and the epochs its envelopes carry."""
-
-    id: str
-    key: Ed25519PrivateKey
-    token: str = ""
-    session_epoch: int = 0
-    membership_epochs: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def principal(self) -> str:
-        return agent_principal(self.id)
-
-    @property
-    def caller(self) -> Caller:
-        """What ``authenticate_bearer`` would return for this agent's token."""
-        return Caller(principal=self.principal, kind="agent", session_epoch=self.session_epoch)
+#: the benchmarks' agents are the demo's and the tests' persona class (issue 14 §8)
+BenchAgent = InProcessPersona
 
 
 @dataclass(frozen=True)
@@ -69,7 +47,7 @@ def build_world(*, groups: int, agents: int, prefix: str = "bench") -> BenchWorl
                 body={"principal": agent.principal, "roles": ["coordinator"]},
             )
             agent.membership_epochs[gid] = outcome.body["result"]["epoch"]
-        _open_session(agent)
+        agent.open_session()
     return BenchWorld(group_ids, bench_agents, admin_token)
 
 
@@ -97,16 +75,3 @@ def register_agent(
         }
     )
     return BenchAgent(agent_id, key)
-
-
-def _open_session(agent: BenchAgent) -> None:
-    body = {
-        "agent": agent.id,
-        "issued_at": format_timestamp(datetime.now(UTC)),
-        "nonce": secrets.token_urlsafe(18),
-    }
-    opened = sessions.session_open(
-        body={**body, "signature": sign(agent.key, canonical_bytes(body))}
-    )
-    agent.token = opened.token
-    agent.session_epoch = opened.session.epoch

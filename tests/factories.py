@@ -11,17 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from apps.artifacts.services import artifact_store
+from apps.demo.personas import InProcessPersona
 from apps.ledger.write_path import Caller
 from apps.registry import services
-from apps.work import sessions
-from missionweave.protocol.canonical import canonical_bytes, sha256_digest
-from missionweave.protocol.envelope import signed_envelope
+from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.examples import INCIDENT_REPORTS
-from missionweave.protocol.identifiers import agent_principal, user_principal
-from missionweave.protocol.signing import generate_private_key, public_key_text, sign
+from missionweave.protocol.identifiers import user_principal
+from missionweave.protocol.signing import generate_private_key, public_key_text
 from missionweave.protocol.timefmt import format_timestamp
 
 _counter = itertools.count(1)
@@ -44,57 +41,9 @@ def agent_card(name: str = "worker", version: str = "1") -> dict[str, Any]:
     }
 
 
-@dataclass
-class AgentPersona:
-    """An agent with its key and, once a session is open, its token and epochs."""
-
-    id: str
-    key: Ed25519PrivateKey
-    token: str = ""
-    session_epoch: int = 0
-    membership_epochs: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def principal(self) -> str:
-        return agent_principal(self.id)
-
-    @property
-    def caller(self) -> Caller:
-        return Caller(principal=self.principal, kind="agent", session_epoch=self.session_epoch)
-
-    def session_body(
-        self, *, nonce: str | None = None, issued_at: str | None = None
-    ) -> dict[str, Any]:
-        body = {
-            "agent": self.id,
-            "issued_at": issued_at or now_text(),
-            "nonce": nonce or secrets.token_urlsafe(18),
-        }
-        return {**body, "signature": sign(self.key, canonical_bytes(body))}
-
-    def open_session(self) -> None:
-        opened = sessions.session_open(body=self.session_body())
-        self.token = opened.token
-        self.session_epoch = opened.session.epoch
-        self.membership_epochs = {
-            group: info["epoch"] for group, info in services.memberships_of(self.principal).items()
-        }
-
-    def command(
-        self, group: str, type_: str, body: dict[str, Any], **overrides: Any
-    ) -> dict[str, Any]:
-        document = {
-            "id": overrides.pop("id", None) or unique("cmd"),
-            "type": type_,
-            "group": group,
-            "actor": self.principal,
-            "session_epoch": self.session_epoch,
-            "membership_epoch": self.membership_epochs.get(group, 1),
-            "issued_at": now_text(),
-            "body": body,
-        }
-        document.update(overrides)
-        return signed_envelope(self.key, document)
+#: the one persona class of the demo, the tests and the benchmarks (issue 14 §8), here with
+#: its in-process session and caller
+AgentPersona = InProcessPersona
 
 
 @dataclass

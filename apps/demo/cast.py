@@ -1,21 +1,23 @@
-"""The demo's cast for ``manage.py demo``: one group with a human admin, three more people
-(two mission owners and a reviewer, so every human screen can be walked as someone who may
-act and as someone who may not), a coordinator agent, workers and a reviewer agent, open
-sessions, a few missions, and the two ways they submit commands (signed by an agent, or as a
-person) — all through the real services and the one write path, so the demo exercises
-exactly what production does. Their artifacts go into
-the same store ``PUT /api/v1/artifacts/{digest}`` fills (:func:`upload_as`). The story they act
-out is :mod:`apps.demo.story`.
+"""The demo's cast for ``manage.py demo``: the organisation of
+:mod:`missionweave.demo.organisation` — two groups, a coordinator, three workers and a
+reviewer agent — registered on the server, with a human admin and three more people (two
+mission owners and a reviewer, so every human screen can be walked as someone who may act and
+as someone who may not), and a few missions. All through the real services and the one write
+path, so the demo exercises exactly what production does. The agents then act from their own
+processes (``manage.py demo`` starts them); the seed acts as them in-process only to put
+WorkItems in the places worth showing (:mod:`apps.demo.story`), through
+``InProcessPersona``, the same persona class the agent processes, the tests and the benchmarks
+use.
 
 Seeding is idempotent: identities are created once, memberships are granted only when they
 differ, and the seed missions use fixed command ids, so a second run is answered from the
 idempotency records and appends nothing. Only the agents' sessions are opened afresh (a new
-session epoch each run), because the live loop needs a session that is current now.
+session epoch each run).
 """
 
 from __future__ import annotations
 
-import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,32 +28,26 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.artifacts.services import artifact_store
+from apps.demo.personas import InProcessPersona
 from apps.ledger.write_path import Caller, Outcome, submit_as_human, submit_command
 from apps.registry import services
 from apps.registry.models import ApiToken
-from apps.work import sessions
-from missionweave.protocol.canonical import canonical_bytes, sha256_digest
+from missionweave.demo import organisation
+from missionweave.demo.contracts import mission_body
+from missionweave.demo.organisation import GROUP, GROUPS, ORGANIZATION, AgentSpec
+from missionweave.demo.personas import Persona, agent_card
+from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.identifiers import agent_principal, user_principal
-from missionweave.protocol.signing import (
-    b64url_decode,
-    b64url_encode,
-    generate_private_key,
-    private_key_from_seed,
-    private_key_seed,
-    public_key_text,
-    sign,
-)
+from missionweave.protocol.identifiers import user_principal
+from missionweave.protocol.signing import public_key_text
 from missionweave.protocol.timefmt import format_timestamp
 
-ORGANIZATION = "org-demo"
-GROUP = "g-demo"
 ADMIN_USERNAME = "admin"
-COORDINATOR = "demo-coordinator"
-WORKERS = ("demo-worker-1", "demo-worker-2")
-#: the group's reviewer agent: the default reviewer the authority asks (R13.2-03 step 3)
-REVIEWER = "demo-reviewer"
+COORDINATOR = organisation.COORDINATOR.id
+WORKERS = tuple(worker.id for worker in organisation.WORKERS)
+#: each group's reviewer agent: the default reviewer the authority asks (R13.2-03 step 3)
+REVIEWER = organisation.REVIEWER.id
 #: every demo agent's Agent Card version, which its manifests name (R13.1-03)
 AGENT_CARD_VERSION = "1"
 DEMO_TOKEN_LABEL = "demo"  # noqa: S105 - a label, not a secret
@@ -88,18 +84,9 @@ PEOPLE = (
 )
 
 
-@dataclass
-class DemoAgent:
-    """A demo agent: its key (kept in a file so later runs can sign) and current session."""
-
-    id: str
-    key: Ed25519PrivateKey
-    session_epoch: int = 0
-    token: str = ""
-
-    @property
-    def principal(self) -> str:
-        return agent_principal(self.id)
+#: a demo agent acting in-process: its key is kept in a file so later runs, and the agent's
+#: own process, sign with it
+DemoAgent = InProcessPersona
 
 
 @dataclass
@@ -111,6 +98,7 @@ class DemoWorld:
     coordinator: DemoAgent
     workers: list[DemoAgent]
     reviewer: DemoAgent
+    keys_dir: Path
     people: tuple[Person, ...] = PEOPLE
 
     @property
@@ -126,38 +114,45 @@ class DemoWorld:
         return [self.coordinator, *self.workers, self.reviewer]
 
 
-def _agent_card(agent_id: str, capability: str) -> dict[str, Any]:
-    return {
-        "name": agent_id,
-        "version": AGENT_CARD_VERSION,
-        "capabilities": [{"id": capability, "version": "1"}],
-        "max_concurrency": 2,
-    }
-
-
 def demo_key(keys_dir: Path, agent_id: str) -> Ed25519PrivateKey:
-    """The agent's private key, created once and kept (0600) so every run signs with it."""
-    path = keys_dir / f"{agent_id}.key"
-    if path.exists():
-        return private_key_from_seed(b64url_decode(path.read_text().strip()))
-    keys_dir.mkdir(parents=True, exist_ok=True)
-    key = generate_private_key()
-    path.touch(mode=0o600)
-    path.write_text(b64url_encode(private_key_seed(key)) + "\n")
-    return key
+    """The agent's private key, created once and kept (0600) so every run, and the agent's
+    own process, signs with it."""
+    path = key_path(keys_dir, agent_id)
+    if not path.exists():
+        Persona.fresh(agent_id).save_key(path)
+    return Persona.from_key_file(agent_id, path).key
 
 
-def _register(agent_id: str, keys_dir: Path, capability: str) -> DemoAgent:
-    key = demo_key(keys_dir, agent_id)
-    services.agent_register(
-        body={
-            "id": agent_id,
-            "organization": ORGANIZATION,
-            "public_key": public_key_text(key.public_key()),
-            "agent_card": _agent_card(agent_id, capability),
-        }
+def key_path(keys_dir: Path, agent_id: str) -> Path:
+    return keys_dir / f"{agent_id}.key"
+
+
+def _register(spec: AgentSpec, keys_dir: Path) -> DemoAgent:
+    key = demo_key(keys_dir, spec.id)
+    card = agent_card(
+        spec.id,
+        spec.capabilities,
+        max_concurrency=spec.max_concurrency,
+        version=AGENT_CARD_VERSION,
     )
-    return DemoAgent(agent_id, key)
+    try:
+        services.agent_register(
+            body={
+                "id": spec.id,
+                "organization": ORGANIZATION,
+                "public_key": public_key_text(key.public_key()),
+                "agent_card": card,
+            }
+        )
+    except ProtocolError as clash:
+        if clash.code != ErrorCode.ALREADY_EXISTS:
+            raise
+        raise OlderDemo(f"{spec.id}'s Agent Card differs from this version's") from None
+    return DemoAgent(spec.id, key)
+
+
+class OlderDemo(Exception):
+    """The demo database was made by an older version of the demo (``make clean`` resets)."""
 
 
 def _admin_user(password: str) -> Caller:
@@ -187,28 +182,19 @@ def _admin_token() -> str:
         )
 
 
-def _ensure_member(admin: Caller, principal: str, roles: list[str]) -> None:
+def _ensure_member(admin: Caller, principal: str, roles: Sequence[str], group: str = GROUP) -> None:
     """Grant only when missing or different: a grant to a member bumps its epoch (wire.md §2)."""
-    current = services.membership_of(GROUP, principal)
+    current = services.membership_of(group, principal)
     if current is not None and sorted(current.roles) == sorted(roles):
         return
     services.membership_grant(
-        group_id=GROUP, admin=admin, body={"principal": principal, "roles": roles}
+        group_id=group, admin=admin, body={"principal": principal, "roles": list(roles)}
     )
 
 
 def open_session(agent: DemoAgent) -> None:
     """``POST /sessions`` as a client would: a signed body with a fresh nonce (wire.md §5)."""
-    body = {
-        "agent": agent.id,
-        "issued_at": format_timestamp(timezone.now()),
-        "nonce": secrets.token_urlsafe(18),
-    }
-    opened = sessions.session_open(
-        body={**body, "signature": sign(agent.key, canonical_bytes(body))}
-    )
-    agent.session_epoch = opened.session.epoch
-    agent.token = opened.token
+    agent.open_session()
 
 
 def _membership_epoch(principal: str) -> int:
@@ -273,34 +259,29 @@ def upload_as(principal: str, data: bytes) -> str:
     return digest
 
 
-def mission_body(mission_id: str, goal: str) -> dict[str, Any]:
-    return {
-        "mission": mission_id,
-        "goal": goal,
-        "budgets": {"money": 5.0, "tokens": 200000, "tool_calls": 50},
-    }
-
-
 def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
     """Create (or find) the demo world and open fresh sessions for its agents."""
     admin = _admin_user(password)
     services.organization_create(body={"id": ORGANIZATION, "name": "Demo Organisation"})
-    services.group_create(body={"id": GROUP, "organization": ORGANIZATION, "name": "Demo group"})
-    coordinator = _register(COORDINATOR, keys_dir, "mission.plan")
-    workers = [_register(worker, keys_dir, "text.summarise") for worker in WORKERS]
-    reviewer = _register(REVIEWER, keys_dir, "text.review")
-
-    _ensure_member(admin, admin.principal, ["admin", "mission_owner"])
-    _ensure_member(admin, coordinator.principal, ["coordinator"])
-    for worker in workers:
-        _ensure_member(admin, worker.principal, ["worker"])
-    _ensure_member(admin, reviewer.principal, ["reviewer"])
+    for group, name in GROUPS.items():
+        services.group_create(body={"id": group, "organization": ORGANIZATION, "name": name})
+    agents = {spec.id: _register(spec, keys_dir) for spec in organisation.AGENTS}
     for person in PEOPLE:
         _person_user(person, password)
-        _ensure_member(admin, person.principal, list(person.roles))
 
-    for agent in (coordinator, *workers, reviewer):
+    for group in GROUPS:
+        # the people may approve and review in both groups: a child mission in the lab
+        # waits for a mission owner's approval there (R10.2-16)
+        _ensure_member(admin, admin.principal, ["admin", "mission_owner"], group)
+        for person in PEOPLE:
+            _ensure_member(admin, person.principal, person.roles, group)
+    for spec in organisation.AGENTS:
+        for group, roles in spec.roles.items():
+            _ensure_member(admin, agents[spec.id].principal, roles, group)
+
+    for agent in agents.values():
         open_session(agent)
+    coordinator = agents[COORDINATOR]
     for mission_id, goal in SEED_MISSIONS:
         submit_as_agent(
             coordinator,
@@ -309,5 +290,12 @@ def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
             command_id=f"seed-{mission_id}",
         )
     return DemoWorld(
-        GROUP, ADMIN_USERNAME, password, _admin_token(), coordinator, workers, reviewer
+        GROUP,
+        ADMIN_USERNAME,
+        password,
+        _admin_token(),
+        coordinator,
+        [agents[worker] for worker in WORKERS],
+        agents[REVIEWER],
+        keys_dir=keys_dir,
     )

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from apps.ledger.head import committed_head
 from apps.registry.services import membership_of
@@ -26,15 +27,18 @@ WIRE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 MAX_GROUPS_PER_ACK = 100
 
 # One statement, race-free under concurrent ACKs from several sockets of the same principal:
-# the row lock taken by ON CONFLICT DO UPDATE serialises them and GREATEST keeps the larger
+# the row lock taken by ON CONFLICT DO UPDATE serialises them and the CASE keeps the larger
 # value, so a cursor never moves backwards (wire§7, R16-06). ``updated_at`` only changes when
-# the cursor moves.
+# the cursor moves. Portable SQL (no ``GREATEST``, no ``now()``): the embedded default runs
+# it on SQLite, whose upsert has the same semantics under its database-wide write lock.
 _UPSERT = """
 INSERT INTO stream_cursor AS c (principal, group_id, sequence, updated_at)
-VALUES (%s, %s, %s, now())
+VALUES (%s, %s, %s, %s)
 ON CONFLICT (principal, group_id) DO UPDATE
-SET sequence = GREATEST(c.sequence, EXCLUDED.sequence),
-    updated_at = CASE WHEN EXCLUDED.sequence > c.sequence THEN now() ELSE c.updated_at END
+SET sequence = CASE WHEN EXCLUDED.sequence > c.sequence THEN EXCLUDED.sequence
+                    ELSE c.sequence END,
+    updated_at = CASE WHEN EXCLUDED.sequence > c.sequence THEN EXCLUDED.updated_at
+                      ELSE c.updated_at END
 RETURNING sequence
 """
 
@@ -98,7 +102,7 @@ def acknowledge(principal: str, cursors: dict[str, int]) -> AckOutcome:
             )
             continue
         with transaction.atomic(), connection.cursor() as db:
-            db.execute(_UPSERT, [principal, group_id, sequence])
+            db.execute(_UPSERT, [principal, group_id, sequence, timezone.now()])
             outcome.stored[group_id] = db.fetchone()[0]
     return outcome
 

@@ -14,7 +14,7 @@ class Cursor(models.Model):
     This is delivery bookkeeping, not a projection of the log: it is written by the stream's
     ``ACK`` handler (``apps.stream.cursors.acknowledge``), never by the write path, is not
     rebuilt from events, and no event records it. It only ever moves forward (a conditional
-    upsert with ``GREATEST``), never past the group's head, and acknowledging never deletes or
+    conditional upsert), never past the group's head, and acknowledging never deletes or
     trims the group's history (R16-08): it only tells admins who is behind and by how much.
     """
 

@@ -35,7 +35,7 @@ from benchmarks.stream_report import (
     splice_replay,
     splice_stream,
 )
-from benchmarks.world import _open_session, build_world
+from benchmarks.world import build_world
 from missionweave.protocol.events import chains
 
 
@@ -112,7 +112,7 @@ def test_the_replays_read_the_whole_bulk_built_log(live_asgi_server):
     """The stream replay counts every event up to the head's; REST pages reach it too."""
     reader, generated = populate(1200, log=print)
     head, head_hash = verify_chain(GROUP)
-    _open_session(reader)
+    reader.open_session()
     built = BuiltGroup("test", GROUP, head, head_hash, generated, reader.id, "", "now", 0, 0)
     ws_url = live_asgi_server.ws_url + "/ws/v1/stream"
 

@@ -1,5 +1,5 @@
-"""``manage.py demo --no-serve`` and the live loop: demo data through the real services and
-write path, WorkItems in each state, and a loop that moves them."""
+"""``manage.py demo``: demo data through the real services and write path, WorkItems in each
+state (``--no-serve``), and the served demo with its organisation of agent processes."""
 
 from __future__ import annotations
 
@@ -7,32 +7,27 @@ import contextlib
 import io
 import json
 import os
-import random
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
-from django.db import connection
 from django.test import Client
 
-from apps.artifacts.models import GroupArtifact
 from apps.demo import cast, story
 from apps.ledger.models import CommandRecord, Event, GroupLog
 from apps.registry.models import Agent, AgentKey, AgentSession
-from apps.registry.services import api_token_create, authenticate_bearer, memberships_of
-from apps.work import reviews
+from apps.registry.services import authenticate_bearer, memberships_of
 from apps.work.models import Mission, WorkItem
-from apps.work.tasks import STORE
-from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.demo import organisation
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,29 +69,20 @@ def world(keys_dir) -> cast.DemoWorld:
     return built
 
 
-def play(built: cast.DemoWorld, ticks: int, seed_: int = 7) -> list[str]:
-    """``ticks`` beats of the live loop, each followed by what the demo's Celery worker does
-    between beats: the authority's review of each new submission (R13.2-03 steps 1-3)."""
-    rng = random.Random(seed_)
-    lines: list[str] = []
-    for _ in range(ticks):
-        lines += story.tick(built, rng)
-        reviews.review_owing(STORE)
-    return lines
-
-
 def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(tmp_path):
-    """wire§4: memberships, missions and work are events in g-demo's log, sessions are open."""
+    """wire§4: memberships, missions and work are events in g-demo's log, sessions are open;
+    the organisation's agents hold their roles in both groups."""
     seed(tmp_path)
 
     assert memberships_of("user:admin")[cast.GROUP]["roles"] == ["admin", "mission_owner"]
     assert memberships_of(f"agent:{cast.COORDINATOR}")[cast.GROUP]["roles"] == ["coordinator"]
-    for worker in cast.WORKERS:
-        assert memberships_of(f"agent:{worker}")[cast.GROUP]["roles"] == ["worker"]
-        assert AgentSession.objects.filter(agent_id=worker).count() == 1
-    assert memberships_of(REVIEWER)[cast.GROUP]["roles"] == ["reviewer"]
+    for spec in organisation.AGENTS:  # the organisation's roles, in both groups
+        held = memberships_of(f"agent:{spec.id}")
+        assert {g: held[g]["roles"] for g in held} == {g: list(r) for g, r in spec.roles.items()}
+        assert AgentSession.objects.filter(agent_id=spec.id).count() == 1
     for person in cast.PEOPLE:
-        assert memberships_of(person.principal)[cast.GROUP]["roles"] == sorted(person.roles)
+        for group in organisation.GROUPS:
+            assert memberships_of(person.principal)[group]["roles"] == sorted(person.roles)
 
     events = list(
         Event.objects.filter(group_id=cast.GROUP).order_by("sequence").values_list("type", "actor")
@@ -107,7 +93,8 @@ def test_demo_seeds_group_members_sessions_and_missions_through_the_write_path(t
         events[grants : grants + missions]
         == [("mission.created", f"agent:{cast.COORDINATOR}")] * missions
     )
-    assert {actor for _type, actor in events} == DEMO_ACTORS - {REVIEWER}  # nothing to review
+    # nothing to review yet, and worker 3 serves the lab only
+    assert {actor for _type, actor in events} == DEMO_ACTORS - {REVIEWER, "agent:demo-worker-3"}
     assert head() == len(events)
     assert set(
         Mission.objects.filter(group_id=cast.GROUP).values_list("mission_id", flat=True)
@@ -223,134 +210,9 @@ def test_demo_admin_can_sign_in_and_use_the_printed_api_token(tmp_path, monkeypa
     assert (caller.principal, caller.is_staff) == ("user:admin", True)
 
 
-def test_live_ticks_move_work_to_verified_without_refusals(tmp_path):
-    """R10.2-03..12: the loop offers, accepts, starts, reports, submits and accepts results
-    with signed commands; nothing it sends is refused but the expected urgent-race losers."""
-    built = world(tmp_path)
-    before = head()
-
-    lines = play(built, 40)
-
-    assert head() > before
-    assert not [line for line in lines if line.startswith("  refused")], lines
-    live = {
-        row.work_item_id: row.state
-        for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-")
-    }
-    assert "verified" in live.values(), lines
-    assert states()[story.TRANSLATE] == "verified"  # the seeded active item finished
-    assert states()[story.COLLECT] == "queued"  # still waiting for a person
-    assert states()[story.REVOKE] == "queued"  # still waiting for two people
-    assert states()[story.EXPORT] == "submitted"  # still waiting for a person's review
-    assert {e["producer"] for e in item(story.EXPORT)["evidence"]} == {"authority"}
-    assert states()[story.TERMS] == "blocked"  # still waiting for its child mission
-    types = set(
-        Event.objects.filter(group_id=cast.GROUP, sequence__gt=before).values_list(
-            "type", flat=True
-        )
-    )
-    assert {"mission.created", "work.authorized", "work.offered", "work.offer_accepted",
-            "work.started", "work.progress_reported", "artifact.published", "work.submitted",
-            "evidence.recorded", "review.requested", "work.result_accepted"} <= types  # fmt: skip
-    # R13.1-03, R13.2-03: each verified live result was published with a manifest its worker
-    # signed, checked by the authority, reviewed by the reviewer agent, and only then accepted
-    for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-"):
-        if row.state != "verified":
-            continue
-        review = row.data["review"]
-        assert {c["status"] for c in review["criteria"].values()} == {"pass"}, review
-        producers = {e["producer"] for e in row.data["evidence"]}
-        assert producers == {"authority", REVIEWER}, row.data["evidence"]
-        report = row.data["submission"]["outputs"][story.OUTPUT]
-        published = GroupArtifact.objects.get(group_id=cast.GROUP, digest=report).data
-        assert published["signed_by"] == row.data["owner"]
-        assert published["manifest"]["sources"] == [
-            ref["ref"] for ref in row.data["contract"]["inputs"]
-        ]
-    assert (
-        set(
-            Event.objects.filter(group_id=cast.GROUP, sequence__gt=before).values_list(
-                "actor", flat=True
-            )
-        )
-        <= DEMO_ACTORS
-    )
-    verify()
-
-
-def test_admin_approval_lets_the_loop_start_the_gated_item(tmp_path):
-    """R10.2-06: the coordinator authorised it, so the human admin's grant is no SELF_APPROVAL;
-    with it the owner starts the item on the next beat."""
-    built = world(tmp_path)
-    assert play(built, 1) is not None
-    assert states()[story.COLLECT] == "queued"
-
-    granted = cast.submit_as_admin(
-        "admin",
-        "approval.grant_execution",
-        {"work_item": story.COLLECT, "contract_revision": 1, "comment": "go ahead"},
-        command_id=f"test-{uuid.uuid4().hex}",
-    )
-    play(built, 1)
-
-    assert granted.body["result"] == {"approvals": 1, "approvals_required": 1}
-    assert states()[story.COLLECT] == "active"
-    assert item(story.COLLECT)["owner"] == f"agent:{cast.WORKERS[0]}"
-
-    # REVOKE still waits for two of the demo's people (R10.2-06): one is not enough
-    for number, person in enumerate(cast.PEOPLE[:2], start=1):
-        assert states()[story.REVOKE] == "queued"
-        outcome = cast.submit_as_admin(
-            person.username,
-            "approval.grant_execution",
-            {"work_item": story.REVOKE, "contract_revision": 1, "comment": "reviewed the list"},
-            command_id=f"test-{uuid.uuid4().hex}",
-        )
-        assert outcome.body["result"] == {"approvals": number, "approvals_required": 2}
-        play(built, 1)
-    assert states()[story.REVOKE] == "active"
-
-    def gated() -> list[dict]:
-        return [
-            row.data
-            for row in WorkItem.objects.filter(group_id=cast.GROUP, mission__startswith="m-")
-            if row.data["contract"]["risk"]["requires_execution_approval"]
-        ]
-
-    # the queue is empty now: the next live mission refills it, once it has been offered
-    for beat in range(30):
-        play(built, 1, seed_=beat)
-        if any(data["state"] == "queued" for data in gated()):
-            break
-    assert len(gated()) == 1
-    assert (gated()[0]["state"], gated()[0]["approvals"]) == ("queued", [])
-    verify()
-
-
-def test_a_new_run_continues_from_the_projections(tmp_path):
-    """wire§3 step 5: after live beats, a second run replays the seed, opens new sessions and
-    the loop carries on: fresh command ids, no duplicates, projections equal a rebuild.
-    R11.3-10: each new session revokes the leases of the one it replaced, so the only
-    refusals are the two runs' agents finding their item re-queued or their lease gone."""
-    built = world(tmp_path)
-    play(built, 12)
-    moved = head()
-
-    again = world(tmp_path)  # another ``manage.py demo``: new sessions, the seed replays
-    revocations = Event.objects.filter(group_id=cast.GROUP, sequence__gt=moved)
-    assert set(revocations.values_list("type", flat=True)) <= {"lease.revoked"}
-    lines = play(again, 12, seed_=8)
-    lines += play(built, 3, seed_=9)  # the old run's agents: their sessions were replaced
-
-    assert head() > moved
-    refused = [line for line in lines if line.startswith("  refused")]
-    assert all("ILLEGAL_TRANSITION" in line or "STALE_LEASE" in line for line in refused), lines
-    assert not CommandRecord.objects.filter(group_id=cast.GROUP, status__gte=400).exists()
-    verify()
-
-
-def test_live_commands_reopen_a_session_another_run_replaced(tmp_path):
-    """R11.3-10: a command refused as STALE_SESSION is sent again on a reopened session."""
+def test_seed_commands_reopen_a_session_another_run_replaced(tmp_path):
+    """R11.3-10: a command refused as STALE_SESSION is sent again on a reopened session (the
+    agents' own processes replace the seed's sessions when they start)."""
     built = world(tmp_path)
     cast.open_session(cast.DemoAgent(cast.COORDINATOR, built.coordinator.key))  # "another run"
     before = head()
@@ -368,25 +230,6 @@ def test_live_commands_reopen_a_session_another_run_replaced(tmp_path):
         f"agent:{cast.COORDINATOR}"
     )
     assert built.coordinator.session_epoch == Agent.objects.get(pk=cast.COORDINATOR).session_epoch
-
-
-def test_a_refused_live_command_is_reported_not_raised(tmp_path):
-    """wire§8: the loop reports a refusal with its code and carries on."""
-    built = world(tmp_path)
-    step = story.Step(
-        f"agent:{cast.WORKERS[1]}",
-        "work.start",
-        {"work_item": story.COLLECT, "ownership_epoch": 1},
-    )
-    before = head()
-
-    line = story.run(built, step)
-
-    assert line.startswith("  refused")
-    assert ErrorCode.FORBIDDEN.value in line
-    assert head() == before
-    with pytest.raises(ProtocolError):  # the same command outside the loop is raised
-        cast.submit_as_agent(built.workers[1], step.type, step.body, command_id="direct")
 
 
 def inbox_entries(username: str, section: str) -> list[str]:
@@ -423,44 +266,88 @@ def _get(url: str, token: str | None = None) -> dict:
         return json.loads(answer.read())
 
 
+def _events(base: str, token: str, group: str) -> list[dict]:
+    """Every event of ``group`` so far, page by page (wire.md §4)."""
+    events: list[dict] = []
+    while True:
+        page = _get(f"{base}/api/v1/groups/{group}/events?after={len(events)}&limit=1000", token)
+        events += page["events"]
+        if not page["events"]:
+            return events
+
+
+def _agents_did_the_work(events: dict[str, list[dict]]) -> bool:
+    """A live mission's WorkItem went the whole way by the agents' hands, in each group."""
+    done = {
+        group: {(e["type"], e["actor"].split(":")[0]) for e in group_events}
+        for group, group_events in events.items()
+    }
+    needed = {
+        ("work.offered", "agent"),
+        ("work.offer_accepted", "agent"),
+        ("work.started", "agent"),
+        ("work.schedule_disclosed", "agent"),
+        ("work.progress_reported", "agent"),
+        ("artifact.published", "agent"),
+        ("work.submitted", "agent"),
+        ("evidence.recorded", "agent"),
+        ("work.result_accepted", "agent"),
+    }
+    return all(needed <= done[group] for group in done)
+
+
 @pytest.mark.e2e
-@pytest.mark.django_db(transaction=True)  # the server process must see the committed token
-def test_demo_serves_the_api_and_keeps_work_moving(tmp_path):
-    """wire§4: ``manage.py demo`` serves /api/v1 with daphne and moves work live."""
-    if not os.environ.get("DATABASE_URL"):
-        pytest.fail("the served demo shares the test database through DATABASE_URL")
-    token = api_token_create(username="admin", staff=True)  # committed: the server sees it
+def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_path):
+    """Issue 14 §8, wire§4: ``manage.py demo`` on the embedded default (SQLite, no servers)
+    serves the product and starts the organisation as separate processes — a coordinator,
+    three ``missionweave-worker`` runtimes and a reviewer, talking HTTP and websockets — and
+    in both groups work is offered, accepted, started, disclosed, reported, published,
+    submitted, reviewed and accepted by them. SIGTERM stops everything cleanly (every agent
+    exits 0) and the projections equal a rebuild from the log."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+    }
+    env |= {"MWP_VAR_DIR": str(tmp_path / "var"), "MWP_DEMO_STEP_S": "0.2"}
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "MWP_TEST_DB_NAME": connection.settings_dict["NAME"],
-        "MWP_CHANNEL_PREFIX": f"demo-{uuid.uuid4().hex[:8]}",
-        "MWP_VAR_DIR": str(tmp_path / "var"),
-    }
-    command = [sys.executable, "manage.py", "demo", "--port", str(port), "--interval", "0.3"]
-    command += ["--keys-dir", str(tmp_path / "keys")]
-    log = (tmp_path / "demo.log").open("w+")
-    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    command = [*manage, "demo", "--port", str(port), "--interval", "0.5"]
+    log_path = tmp_path / "demo.log"
+    with log_path.open("w+") as log:
+        demo = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    events: dict[str, list[dict]] = {}
     try:
-        deadline = time.monotonic() + 60
-        heads: list[int] = []
-        while len(set(heads)) < 3 and time.monotonic() < deadline:
-            assert server.poll() is None, (tmp_path / "demo.log").read_text()
+        deadline = time.monotonic() + 240
+        token = ""
+        while time.monotonic() < deadline:
+            assert demo.poll() is None, log_path.read_text()
+            time.sleep(1)
+            token = token or _banner_token(log_path.read_text())
+            if not token:
+                continue
             with contextlib.suppress(urllib.error.URLError, ConnectionError):  # not up yet
-                heads.append(_get(f"{base}/api/v1/groups/g-demo/head", token)["sequence"])
-            time.sleep(0.3)
-        assert _get(f"{base}/api/v1/authority")["protocol"] == "mwp/1"
-        page = _get(f"{base}/api/v1/groups/g-demo/events?after={heads[0]}", token)
+                events = {g: _events(base, token, g) for g in organisation.GROUPS}
+                if _agents_did_the_work(events):
+                    break
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-    output = (tmp_path / "demo.log").read_text()
-    assert len(set(heads)) >= 3, output  # the head kept moving while it served
-    assert heads == sorted(heads)
-    assert page["events"], output
-    assert {e["actor"] for e in page["events"]} <= DEMO_ACTORS, output
-    assert any(e["type"].startswith("work.") for e in page["events"]), output
-    assert server.returncode == 0, output
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=90)
+    output = log_path.read_text()
+    assert _agents_did_the_work(events), output
+    actors = {e["actor"] for group_events in events.values() for e in group_events}
+    assert actors <= DEMO_ACTORS | {f"agent:{spec.id}" for spec in organisation.AGENTS}
+    assert {f"agent:{w}" for w in cast.WORKERS} & actors, output
+    assert demo.returncode == 0, output
+    assert "exited with status" not in output, output
     assert "Demo stopped." in output
-    call_command("rebuild_projections", "--verify", stdout=io.StringIO())
+    subprocess.run(  # the projections equal a rebuild from the log (raises otherwise)
+        [*manage, "rebuild_projections", "--verify"], cwd=ROOT, env=env, check=True, timeout=300
+    )
+
+
+def _banner_token(output: str) -> str:
+    match = re.search(r"API token: +(\S+)", output)
+    return match.group(1) if match else ""

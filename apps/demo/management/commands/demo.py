@@ -1,26 +1,29 @@
-"""``manage.py demo [--no-serve] [--port P] [--interval S]``: seed live demo data and serve it.
+"""``manage.py demo [--no-serve] [--port P] [--interval S]``: seed demo data and run it live.
 
-Seeds the demo world (:mod:`apps.demo.cast`) and its WorkItems
-(:mod:`apps.demo.story`), both idempotent, then serves the API, the websocket stream
-and the dashboard with daphne on 127.0.0.1 and, while it runs, plays one beat of the live
-workflow every few seconds: missions arrive, the coordinator offers WorkItems, the workers
-accept, start, report, checkpoint and submit, results are accepted — all as signed commands
-through the write path, so open pages have something to watch.
+Seeds the demo world (:mod:`apps.demo.cast`: the organisation of
+:mod:`missionweave.demo.organisation`) and its first WorkItems (:mod:`apps.demo.story`), both
+idempotent, then runs the product and a simulated organisation as separate processes:
 
-daphne runs as a child process and this process keeps writing. On the embedded default the
-in-memory channel layer cannot carry this process's hints to daphne's consumers; they notice
-the new events by polling the head (``MWP_STREAM_POLL_S``), as the README explains.
+- daphne serving the API, the websocket stream and the dashboard on 127.0.0.1;
+- a Celery worker with an embedded beat (``celery -A missionweave worker -B``), so the
+  time-driven sweeps (missed start deadlines, expired leases) and the authority's review of
+  each submission happen as in production. It uses kombu's ``filesystem://`` broker under
+  ``var/celery`` (no server) unless ``CELERY_BROKER_URL`` says otherwise; log
+  ``var/celery.log``;
+- the organisation's agents (:mod:`missionweave.demo.launch`): a coordinator planning
+  missions across two groups, three ``missionweave-worker`` processes with 1, 2 and 3 slots,
+  and a reviewer agent — all talking HTTP and websockets through the client SDK, exactly as
+  an outside agent would. Their logs are in ``var/demo/logs``; the coordinator's and the
+  reviewer's lines are echoed here.
 
-A Celery worker with an embedded beat (``celery -A missionweave worker -B``) runs as a second
-child, so the time-driven sweeps (missed start deadlines, expired leases) happen in the demo
-as in production. It uses kombu's ``filesystem://`` broker under ``var/celery`` (no server)
-unless ``CELERY_BROKER_URL`` says otherwise, and logs to ``var/celery.log``.
+On the embedded default the in-memory channel layer cannot carry one process's hints to
+another's consumers; daphne's consumers notice the new events by polling the head
+(``MWP_STREAM_POLL_S``), as the README explains.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -31,10 +34,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, close_old_connections
+from django.db import connections
 
-from apps.demo.cast import DemoWorld, demo_seed
-from apps.demo.story import seed_work, tick
+from apps.demo.cast import DemoWorld, OlderDemo, demo_seed
+from apps.demo.story import seed_work
+from missionweave.demo.launch import Organisation
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 30
@@ -42,7 +46,7 @@ STOP_TIMEOUT_S = 10
 
 
 class Command(BaseCommand):
-    help = "Seed demo data (idempotent), then serve it on 127.0.0.1 while work moves live."
+    help = "Seed demo data (idempotent), then serve it on 127.0.0.1 while its agents work."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--no-serve", action="store_true", help="seed only, then exit")
@@ -50,8 +54,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--interval",
             type=float,
-            default=3.0,
-            help="seconds between beats of the live workflow (3; 0 turns it off)",
+            default=2.0,
+            help="seconds between the coordinator's and reviewer's beats (2; 0: no agents)",
         )
         parser.add_argument(
             "--keys-dir",
@@ -63,12 +67,19 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         keys_dir = options["keys_dir"] or Path(settings.VAR_DIR) / "demo-keys"
         password = os.environ.get("MWP_DEMO_PASSWORD", "missionweave-demo")
-        world = demo_seed(keys_dir=keys_dir, password=password)
+        try:
+            world = demo_seed(keys_dir=keys_dir, password=password)
+        except OlderDemo as older:
+            raise CommandError(
+                f"the demo database in {settings.VAR_DIR} was made by an older demo ({older}):"
+                " `make clean` resets it"
+            ) from None
         seed_work(world)
         if options["no_serve"]:
             self.stdout.write(self.style.SUCCESS(f"Demo data ready in group {world.group}."))
             self._credentials(world, f"http://{HOST}:{options['port']}")
             return
+        connections.close_all()  # from here on only the servers and the agents write
         self._serve(world, port=options["port"], interval=options["interval"])
 
     # --- serving ---------------------------------------------------------------------------
@@ -93,17 +104,31 @@ class Command(BaseCommand):
         )
         interrupted = False
         children = [daphne]
+        organisation: Organisation | None = None
         try:
             celery_log = Path(settings.VAR_DIR) / "celery.log"
             celery = _start_celery(celery_log)
             children.append(celery)
             self._wait_until_up(daphne, port)
-            self._banner(world, f"http://{HOST}:{port}", interval, celery_log)
-            self._produce(world, daphne, celery, interval, stopping)
+            organisation = Organisation(
+                f"http://{HOST}:{port}",
+                world.keys_dir,
+                Path(settings.VAR_DIR) / "demo",
+                interval_s=interval,
+            )
+            if interval > 0:
+                organisation.start()
+            self._banner(world, f"http://{HOST}:{port}", organisation, celery_log)
+            self._watch(daphne, celery, organisation, stopping)
         except KeyboardInterrupt:
             interrupted = True
         finally:
             exited_by_itself = daphne.poll()
+            if organisation is not None:
+                # first: the workers checkpoint and release their leases while still served
+                for name, status in organisation.stop().items():
+                    if status:
+                        self.stderr.write(f"  {name} exited with status {status}")
             _stop(*children)
         if exited_by_itself is not None and not (interrupted or stopping):
             raise CommandError(f"daphne exited with status {exited_by_itself}")
@@ -118,56 +143,64 @@ class Command(BaseCommand):
                 raise CommandError(f"daphne did not listen on {HOST}:{port} within 30 s")
             time.sleep(0.1)
 
-    def _produce(
+    def _watch(
         self,
-        world: DemoWorld,
         daphne: subprocess.Popen,
         celery: subprocess.Popen,
-        interval: float,
+        organisation: Organisation,
         stopping: list[int],
     ) -> None:
-        """Play a beat of the live workflow every ``interval`` seconds until stopped."""
-        rng = random.Random()  # noqa: S311 - the demo's dice, not a secret
-        next_at = time.monotonic() + interval
-        celery_reported = False
+        """Echo the coordinator's and the reviewer's lines until stopped; report a child that
+        exits (the demo still serves without it)."""
+        echoed = {agent.name: 0 for agent in organisation.agents if "worker" not in agent.name}
+        reported: set[str] = set()
         while daphne.poll() is None and not stopping:
-            time.sleep(0.2)
-            if celery.poll() is not None and not celery_reported:
-                # The demo still serves; only the time-driven sweeps stop.
-                celery_reported = True
+            time.sleep(0.5)
+            if celery.poll() is not None and "celery" not in reported:
+                reported.add("celery")
                 self.stderr.write(
                     f"  the Celery worker exited with status {celery.returncode}: sweeps "
                     f"stopped (see {Path(settings.VAR_DIR) / 'celery.log'})"
                 )
-            if interval <= 0 or time.monotonic() < next_at:
-                continue
-            next_at = time.monotonic() + interval
-            # daphne (another process) shares the database: a fresh connection each beat
-            close_old_connections()
-            try:
-                lines = tick(world, rng)
-            except DatabaseError as problem:
-                # a locked database (SQLite) or a lost connection: the next beat tries again
-                self.stderr.write(f"  live beat skipped: {problem}")
-                continue
-            finally:
-                close_old_connections()
-            for line in lines:
-                (self.stderr if line.startswith("  refused") else self.stdout).write(line)
-            self.stdout.flush()  # show it now, also when the output is a pipe or a file
+            for agent in organisation.exited():
+                if agent.name not in reported:
+                    reported.add(agent.name)
+                    self.stderr.write(
+                        f"  {agent.name} exited with status {agent.process.returncode}"
+                        f" (see {agent.log_path})"
+                    )
+            for agent in organisation.agents:
+                if agent.name in echoed and agent.log_path.exists():
+                    echoed[agent.name] = self._echo(agent.log_path, echoed[agent.name])
+
+    def _echo(self, path: Path, offset: int) -> int:
+        """Write the complete lines of ``path`` after ``offset``; the new offset."""
+        with path.open("rb") as log:
+            log.seek(offset)
+            chunk = log.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        for line in complete.decode(errors="replace").splitlines():
+            self.stdout.write(f"  {line}")
+        self.stdout.flush()  # show it now, also when the output is a pipe or a file
+        return offset + len(complete)
 
     # --- output ----------------------------------------------------------------------------
 
-    def _banner(self, world: DemoWorld, url: str, interval: float, celery_log: Path) -> None:
+    def _banner(
+        self, world: DemoWorld, url: str, organisation: Organisation, celery_log: Path
+    ) -> None:
         line = "=" * 66
         self.stdout.write(self.style.SUCCESS(line))
         self.stdout.write(self.style.SUCCESS("  MissionWeave demo is running"))
         self.stdout.write(self.style.SUCCESS(line))
         self._credentials(world, url)
-        if interval > 0:
+        if organisation.agents:
+            names = ", ".join(agent.name for agent in organisation.agents)
+            self.stdout.write(f"  Agents:     {names}")
+            self.stdout.write(f"              (logs: {organisation.folder / 'logs'})")
             self.stdout.write(
-                f"  Work moves in {world.group} every {interval:g} s: sign in as olivia and as "
-                "omar to approve the WorkItem that needs both, as rita to review a result."
+                "  Work moves in g-demo and g-demo-lab: sign in as olivia and as omar to "
+                "approve the WorkItem that needs both, as rita to review a result."
             )
         self.stdout.write(
             f"  Sweeps:     a Celery worker with beat, every {settings.MWP_SWEEP_INTERVAL_S:g} s "

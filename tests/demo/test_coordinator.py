@@ -1,0 +1,175 @@
+"""The demo's coordinator and reviewer agents decide from the group's log and act through the
+write path (``missionweave/demo/coordinator.py``, ``reviewer.py``), driven in-process
+(``harness.py``): what they send, and that the authority accepts it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from apps.demo import cast, story
+from apps.work import reviews
+from apps.work.models import Mission, WorkItem
+from apps.work.tasks import STORE
+from missionweave.demo import coordinator, reviewer
+from missionweave.demo.contracts import OUTPUT
+from missionweave.demo.organisation import GROUP, LAB, workers_of
+from tests.demo import harness
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(tmp_path) -> cast.DemoWorld:
+    built = cast.demo_seed(keys_dir=tmp_path, password="pw")
+    story.seed_work(built)
+    return built
+
+
+def states(group: str = GROUP) -> dict[str, str]:
+    return dict(WorkItem.objects.filter(group_id=group).values_list("work_item_id", "state"))
+
+
+def play(world, beats: int, capture, seed: int = 3) -> list[tuple[object, str]]:
+    rng = random.Random(seed)
+    sent = []
+    for _ in range(beats):
+        with capture(execute=True):  # the cross-group follow-ups run after each commit
+            sent += harness.beat(world, rng)
+    return sent
+
+
+def test_open_work_whose_dependencies_are_verified_is_offered_to_the_groups_workers(world):
+    """R10.3-01, R10.4-03: the seed's CHILD_ITEM (no dependency) is offered to g-demo's
+    workers one at a time; PROOFREAD waits for TRANSLATE; nothing is refused."""
+    sent = harness.beat(world, random.Random(1))
+
+    offers = [step for step, _answer in sent if step.type == "work.offer"]
+    assert [step.target for step in offers] == [story.CHILD_ITEM]
+    body = offers[0].body
+    assert body["mode"] == "sequential"
+    assert {o["worker"] for o in body["offers"]} == {f"agent:{w.id}" for w in workers_of(GROUP)}
+    assert set(body["selection_basis"]) == {  # the six keys of wire.md §4 (R10.3-11)
+        "capability_match", "authorization_eligibility", "availability_estimate",
+        "expected_cost", "reliability_evidence", "policy_rules",
+    }  # fmt: skip
+    assert all(answer.startswith("ok") for _step, answer in sent), sent
+    assert states()[story.PROOFREAD] == "open"
+
+
+def test_results_waiting_for_a_person_are_never_judged_by_the_coordinator(world):
+    """R13.2-03 step 5: EXPORT has a human_review criterion: no step of the coordinator
+    names it, however many beats pass."""
+    for seed in range(5):
+        steps = coordinator.plan(harness.scene(random.Random(seed)))
+        assert story.EXPORT not in {step.target for step in steps}
+
+
+def test_missions_arrive_when_work_runs_low_and_every_other_one_spans_both_groups(
+    world, django_capture_on_commit_callbacks
+):
+    """R10.2-15..18: a plain mission (gather, then write) and a DAG across two groups: its
+    gather is delegated to a child mission in the lab, whose two fetches run in parallel
+    and feed its compile step; the parent's gather is blocked until a person approves the
+    child. R10.2-06: while the seed's items wait for approval, no new item is gated."""
+    sent = play(world, 12, django_capture_on_commit_callbacks)
+
+    assert all(answer.startswith("ok") for _step, answer in sent), sent
+    missions = set(Mission.objects.filter(group_id=GROUP).values_list("mission_id", flat=True))
+    plain = sorted(m for m in missions if m.startswith(coordinator.MISSION_PREFIX))
+    cross = sorted(m for m in missions if m.startswith(coordinator.CROSS_PREFIX))
+    assert plain, missions
+    assert cross, missions
+    gather = WorkItem.objects.get(group_id=GROUP, work_item_id=f"{plain[0]}-gather").data
+    write = WorkItem.objects.get(group_id=GROUP, work_item_id=f"{plain[0]}-write").data
+    assert write["depends_on"] == [f"{plain[0]}-gather"]
+    assert gather["state"] == "offered"
+    parent = WorkItem.objects.get(group_id=GROUP, work_item_id=f"{cross[0]}-gather").data
+    assert (parent["state"], parent["child"]["status"]) == ("blocked", "running")
+    child = Mission.objects.get(group_id=LAB, mission_id=f"{cross[0]}-lab")
+    assert child.parent == f"{GROUP}/{cross[0]}"
+    lab = {
+        row.work_item_id: row.data
+        for row in WorkItem.objects.filter(group_id=LAB, mission=child.mission_id)
+    }
+    prefix = f"{cross[0]}-lab"
+    assert lab[f"{prefix}-compile"]["depends_on"] == [f"{prefix}-fetch-a", f"{prefix}-fetch-b"]
+    assert {lab[f"{prefix}-fetch-a"]["state"], lab[f"{prefix}-fetch-b"]["state"]} == {"offered"}
+    lab_offers = [o["worker"] for o in lab[f"{prefix}-fetch-a"]["offers"]]
+    assert set(lab_offers) == {f"agent:{w.id}" for w in workers_of(LAB)}
+    gated = [
+        data
+        for data in (row.data for row in WorkItem.objects.filter(group_id__in=(GROUP, LAB)))
+        if data["contract"]["risk"]["requires_execution_approval"]
+    ]
+    assert {data["id"] for data in gated} == {story.COLLECT, story.REVOKE}
+
+
+def submitted(world, work_item: str) -> None:
+    """A g-demo WorkItem authorised, offered, done by worker 1 and submitted with its report;
+    the authority has checked it and asked the reviewer agent (R13.2-03 steps 1-3)."""
+    seed = story.Seeder(world, story._seed_deadline())
+    seed.authorize(work_item, "demo-m-incidents", f"Summarise {work_item}")
+    seed.offer_to(work_item, "sequential", world.workers[0].principal)
+    seed.submit_report(world.workers[0].principal, work_item)
+
+
+@pytest.mark.parametrize(
+    ("report", "verdict", "outcome"),
+    [
+        (b'{"status": "complete", "coverage": 0.9, "findings": ["x"]}', "pass", "verified"),
+        (b'{"status": "draft", "coverage": 0.5, "findings": []}', "fail", "failed"),
+    ],
+)
+def test_the_reviewer_reads_the_report_and_the_coordinator_follows_its_verdict(
+    world, report, verdict, outcome
+):
+    """R13.2-03 steps 3-4, R13.2-01: the reviewer agent records its own verdict on the
+    criterion it was asked about, from the report it read; the coordinator then accepts
+    the result, or fails it naming the criterion that did not pass."""
+    submitted(world, "wi-judged")
+    state = harness.state_of(GROUP)
+    item = state.work_item("wi-judged")
+    me = world.reviewer.principal
+    assert reviewer.open_requests(item, me) == ["c2"]
+
+    world.reviewer.open_session()
+    steps = reviewer.review_steps(GROUP, item, me, {OUTPUT: report})
+    answers = [harness.run(world.reviewer, step) for step in steps]
+    assert answers == ["ok evidence.recorded"]
+    assert steps[0].body["result"]["verdict"] == verdict
+    assert steps[0].body["submission"] == item.review["submission"]
+
+    sent = harness.beat(world, random.Random(0))
+    judged = [(s.type, a) for s, a in sent if s.target == "wi-judged"]
+    expected = "work.accept_result" if verdict == "pass" else "work.fail"
+    assert [t for t, _a in judged] == [expected], sent
+    assert states()["wi-judged"] == outcome
+    if verdict == "fail":
+        review = WorkItem.objects.get(work_item_id="wi-judged").data["review"]
+        assert review["criteria"]["c2"]["status"] == "fail"
+
+
+def test_a_claim_nobody_was_asked_to_review_is_asked_of_a_reviewer_after_a_while(world):
+    """R13.2-03 step 3: when the authority asked no reviewer (none was a member then), the
+    coordinator asks one, but only after ``REVIEW_PATIENCE``: the authority asks first."""
+    cast._ensure_member(
+        cast._admin_user("pw"), world.reviewer.principal, ["observer"], GROUP
+    )  # no reviewer in g-demo: the authority's request finds nobody
+    submitted(world, "wi-unasked")
+    reviews.review_owing(STORE)
+    cast._ensure_member(cast._admin_user("pw"), world.reviewer.principal, ["reviewer"], GROUP)
+    claimed_since: dict = {}
+
+    first = coordinator.plan(harness.scene(random.Random(0), claimed_since=claimed_since))
+    assert "wi-unasked" not in {s.target for s in first}
+    for key in claimed_since:
+        claimed_since[key] -= coordinator.REVIEW_PATIENCE
+    later = coordinator.plan(harness.scene(random.Random(0), claimed_since=claimed_since))
+
+    asks = [s for s in later if s.target == "wi-unasked"]
+    assert [(s.type, s.body["reviewer"], s.body["criteria"]) for s in asks] == [
+        ("review.request", world.reviewer.principal, ["c2"])
+    ]
+    assert harness.run(world.coordinator, asks[0]) == "ok review.requested"

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -238,6 +239,19 @@ def _run_until(again: Worker, condition: Callable[[], bool]) -> None:
         again.tick()
 
 
+@contextmanager
+def _restarted(w: World, handler: Finisher) -> Iterator[Worker]:
+    """The next run on the same folder; shut down cleanly and without errors afterwards."""
+    again = w.restart({"text.summarise": handler})
+    try:
+        yield again
+    finally:
+        handler.finish.set()
+        again.stop()
+        assert again.shutdown()
+    assert again.errors == []
+
+
 def test_a_result_finished_offline_survives_the_shutdown_and_is_submitted_once(
     tmp_path: Path,
 ) -> None:
@@ -250,8 +264,7 @@ def test_a_result_finished_offline_survives_the_shutdown_and_is_submitted_once(
     w, lease_id = _finished_offline_then_shut_down(tmp_path, handler)
 
     w.authority.unreachable = False
-    again = w.restart({"text.summarise": handler})
-    try:
+    with _restarted(w, handler) as again:
         _run_until(again, lambda: w.state(ALPHA, "wi-1") == S.SUBMITTED)
         (submitted,) = w.sent("work.submit")
         assert submitted.body["lease_id"] == lease_id
@@ -262,10 +275,6 @@ def test_a_result_finished_offline_survives_the_shutdown_and_is_submitted_once(
         assert len(w.sent("work.start")) == 1
         assert again.store.kept_results() == []
         assert list(_results_dir(w).iterdir()) == []
-    finally:
-        again.stop()
-        assert again.shutdown()
-    assert again.errors == []
 
 
 def test_a_kept_result_is_submitted_under_a_fresh_lease_after_a_session_replacement(
@@ -281,8 +290,7 @@ def test_a_kept_result_is_submitted_under_a_fresh_lease_after_a_session_replacem
     w.authority.unreachable = False
     w.authority.replace_session()
     assert w.state(ALPHA, "wi-1") == S.QUEUED
-    again = w.restart({"text.summarise": handler})
-    try:
+    with _restarted(w, handler) as again:
         _run_until(again, lambda: w.state(ALPHA, "wi-1") == S.SUBMITTED)
         (submitted,) = w.sent("work.submit")
         second = w.sent("work.start")[1]
@@ -292,10 +300,6 @@ def test_a_kept_result_is_submitted_under_a_fresh_lease_after_a_session_replacem
         assert outputs == _expected_outputs(w)
         assert handler.calls == ["wi-1"]
         assert again.store.kept_results() == []
-    finally:
-        again.stop()
-        assert again.shutdown()
-    assert again.errors == []
 
 
 def test_a_kept_result_whose_item_the_log_took_away_is_discarded_with_one_log_line(
@@ -309,8 +313,7 @@ def test_a_kept_result_whose_item_the_log_took_away_is_discarded_with_one_log_li
 
     w.authority.unreachable = False
     w.authority.do(ALPHA, "wi-1", "work.cancel")
-    again = w.restart({"text.summarise": handler})
-    try:
+    with _restarted(w, handler) as again:
         with caplog.at_level(logging.INFO, logger="missionweave.worker"):
             _run_until(again, lambda: not again.kept.kept)
         assert w.sent("work.submit") == []
@@ -321,10 +324,6 @@ def test_a_kept_result_whose_item_the_log_took_away_is_discarded_with_one_log_li
         ]
         assert again.store.kept_results() == []
         assert list(_results_dir(w).iterdir()) == []
-    finally:
-        again.stop()
-        assert again.shutdown()
-    assert again.errors == []
 
 
 def test_kept_outputs_that_no_longer_match_are_discarded_and_orphans_removed_at_start(

@@ -25,7 +25,6 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
 
 from apps.artifacts.services import artifact_store
 from apps.demo.personas import InProcessPersona
@@ -37,11 +36,9 @@ from missionweave.demo.contracts import mission_body
 from missionweave.demo.organisation import GROUP, GROUPS, ORGANIZATION, AgentSpec
 from missionweave.demo.personas import Persona, agent_card
 from missionweave.protocol.canonical import sha256_digest
-from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import user_principal
 from missionweave.protocol.signing import public_key_text
-from missionweave.protocol.timefmt import format_timestamp
 
 ADMIN_USERNAME = "admin"
 COORDINATOR = organisation.COORDINATOR.id
@@ -207,18 +204,8 @@ def _agent_submit(agent: DemoAgent, type_: str, body: dict[str, Any], command_id
     # The caller comes from the agent's session token, as for an API request, so a session
     # replaced since (another ``demo`` run) is STALE_SESSION here too.
     caller = services.authenticate_bearer(agent.token).caller
-    document = signed_envelope(
-        agent.key,
-        {
-            "id": command_id,
-            "type": type_,
-            "group": GROUP,
-            "actor": agent.principal,
-            "session_epoch": agent.session_epoch,
-            "membership_epoch": _membership_epoch(agent.principal),
-            "issued_at": format_timestamp(timezone.now()),
-            "body": body,
-        },
+    document = agent.command(
+        GROUP, type_, body, id=command_id, membership_epoch=_membership_epoch(agent.principal)
     )
     return submit_command(group_id=GROUP, document=document, caller=caller)
 

@@ -262,6 +262,8 @@ MWP_ARTIFACT_GC_APPLY = _flag("MWP_ARTIFACT_GC_APPLY", False)
 # a lost or duplicated sweep is repaired by the next one, and a second beat is harmless.
 # ``missionweave/celery.py`` reads every ``CELERY_*`` name below (namespace "CELERY").
 MWP_SWEEP_INTERVAL_S = float(os.environ.get("MWP_SWEEP_INTERVAL_S", "5.0"))
+#: when set, ``/metrics`` requires ``Authorization: Bearer <token>`` (apps/api/views/health.py)
+MWP_METRICS_TOKEN = os.environ.get("MWP_METRICS_TOKEN", "")
 # Signed snapshots (wire.md §7, R16-10): beat looks every MWP_SNAPSHOT_INTERVAL_S seconds and
 # snapshots only groups with MWP_SNAPSHOT_EVERY_EVENTS new events since their last one.
 MWP_SNAPSHOT_INTERVAL_S = float(os.environ.get("MWP_SNAPSHOT_INTERVAL_S", "3600"))
@@ -381,6 +383,8 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
     CSRF_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
     SECURE_SSL_REDIRECT = _flag("MWP_SSL_REDIRECT", False)
+    # probes and scrapers speak plain HTTP inside the deployment (issue 15 §7)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
     SECURE_HSTS_SECONDS = int(os.environ.get("MWP_HSTS_SECONDS", "0"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
     SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0

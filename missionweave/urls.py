@@ -1,11 +1,18 @@
-"""Top-level routes: the API under ``/api/v1``, the dashboard, Django admin."""
+"""Top-level routes: the API under ``/api/v1``, the dashboard, Django admin, and the
+operational endpoints at the root (``/healthz``, ``/readyz``, ``/metrics``), which are for
+probes and Prometheus rather than part of the wire contract."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
 
+from apps.api.views import health
+
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.prometheus_metrics, name="metrics"),
     path("api/v1/", include("apps.api.urls")),
     path("admin/", admin.site.urls),
     path("", include("apps.dashboard.urls")),

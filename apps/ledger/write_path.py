@@ -45,7 +45,7 @@ from missionweave.protocol.facts import Command, Decision, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY, is_agent, user_principal, username_of
 from missionweave.protocol.memberships import current_epoch, membership_key
 
-from . import agents, artifacts, capabilities, outbox, reactions, signatures
+from . import agents, artifacts, capabilities, metrics, outbox, reactions, signatures
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
@@ -110,8 +110,15 @@ def submit_command(
 
     ``admin`` admits the staff-only types (membership changes) that the admin endpoints send.
     """
-    verified = verify(group_id, document, caller, admin=admin)
-    return _run(group_id, verified, caller)
+    with metrics.timed(metrics.SINGLE):
+        try:
+            verified = verify(group_id, document, caller, admin=admin)
+            outcome = _run(group_id, verified, caller)
+        except ProtocolError as refusal:
+            metrics.count(metrics.command_type(document), refusal)
+            raise
+    metrics.count(verified.envelope.type, outcome)
+    return outcome
 
 
 def submit_as_human(
@@ -177,8 +184,15 @@ def submit_authority_command(
     It skips the client checks (no token, signature or membership: the authority is not a
     member) but nothing else: idempotency, decide, append and project are the same door.
     """
-    verified = _authority_command(group_id, type_, body, command_id)
-    return _run(group_id, verified, AUTHORITY_CALLER)
+    with metrics.timed(metrics.SINGLE):
+        try:
+            verified = _authority_command(group_id, type_, body, command_id)
+            outcome = _run(group_id, verified, AUTHORITY_CALLER)
+        except ProtocolError as refusal:
+            metrics.count(type_, refusal)
+            raise
+    metrics.count(type_, outcome)
+    return outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +215,7 @@ def submit_authority_batch(
     chooses more commands *under the lock*, so nothing committed before the lock is missed
     (the leases of a replaced session, R11.3-10).
     """
-    with transaction.atomic():
+    with metrics.timed(metrics.BATCH), transaction.atomic():
         head = None
         if select is not None:
             head = heads.lock_existing_head(group_id)
@@ -209,7 +223,9 @@ def submit_authority_batch(
         verified: list[Outcome | ProtocolError | Verified] = [
             _authority_command(group_id, c.type, c.body, c.command_id) for c in commands
         ]
-        return _run_batch(group_id, verified, AUTHORITY_CALLER, head=head)
+        outcomes = _run_batch(group_id, verified, AUTHORITY_CALLER, head=head)
+    metrics.count_each([command.type for command in commands], outcomes)
+    return outcomes
 
 
 def _authority_command(
@@ -276,14 +292,23 @@ def submit_batch(
     Each item runs in its own savepoint, so a refused item leaves no trace and does not stop
     the ones after it; the batch holds the head lock once instead of once per command.
     """
-    results: list[Outcome | ProtocolError | Verified] = []
-    keys: dict[str, list[Any]] = {}  # one request, one caller: its keys are read once
-    for document in documents:
+    types = [metrics.command_type(document) for document in documents]
+    metrics.BATCH_SIZE.observe(len(documents))
+    with metrics.timed(metrics.BATCH):
+        results: list[Outcome | ProtocolError | Verified] = []
+        keys: dict[str, list[Any]] = {}  # one request, one caller: its keys are read once
+        for document in documents:
+            try:
+                results.append(verify(group_id, document, caller, admin=False, keys=keys))
+            except ProtocolError as refusal:
+                results.append(refusal)
         try:
-            results.append(verify(group_id, document, caller, admin=False, keys=keys))
-        except ProtocolError as refusal:
-            results.append(refusal)
-    return _run_batch(group_id, results, caller)
+            outcomes = _run_batch(group_id, results, caller)
+        except ProtocolError as refusal:  # the whole request (no such group)
+            metrics.count_each(types, [refusal] * len(types))
+            raise
+    metrics.count_each(types, outcomes)
+    return outcomes
 
 
 def _run_batch(

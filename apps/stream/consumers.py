@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from apps.ledger import selectors
+from apps.ledger import metrics, selectors
 from apps.ledger.broadcast import group_channel
 from apps.ledger.write_path import Caller
 from apps.registry.services import membership_of
@@ -76,12 +77,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
         self.dirty: set[str] = set()
         self.pumps: dict[str, asyncio.Task[None]] = {}
         await self.accept()
+        metrics.STREAM_SUBSCRIBERS.inc()
         self.poller = asyncio.create_task(self._poll())
 
     async def disconnect(self, code: int) -> None:
         poller = getattr(self, "poller", None)
-        if poller is not None:
+        if poller is not None:  # accepted: counted as a subscriber
             poller.cancel()
+            metrics.STREAM_SUBSCRIBERS.dec()
         for task in getattr(self, "pumps", {}).values():
             task.cancel()
         for group_id in list(getattr(self, "tails", {})):
@@ -198,7 +201,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
             if tail.revoked_since(principal, self.member_at[group_id]):
                 await self._end(group_id)
                 return
-            if tail.covers(cursor):
+            live = tail.covers(cursor)
+            if live:
                 documents = tail.after(cursor)
             else:
                 try:
@@ -215,6 +219,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 return
             for document in documents:
                 await self.send(text_data='{"op":"EVENT","event":' + document + "}")
+            if live:  # a replay's events are old by design: not a delivery latency
+                metrics.observe_delivery(documents, sent_at=time.time())
             self.cursors[group_id] = json.loads(documents[-1])["sequence"]
 
     async def _unsubscribe(self, group_id: str) -> None:

@@ -3,13 +3,18 @@ context packages.
 
 Each row holds its aggregate of the pure core; a few columns are copied out so the dashboard
 and the API can filter without reading JSON. Only the projector writes them.
+
+One table is not a projection: :class:`SweepRun`, when the sweep last finished (``/readyz``).
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Now
 
 from apps.ledger.projections import ModelProjection, ProjectionJSONDecoder
 from missionweave.protocol.context import ContextPackage as ContextPackageState
@@ -252,3 +257,40 @@ class ContextPackage(models.Model):
 
 
 ContextPackage.projection = _stored_as_data(ContextPackage, "package_id", ContextPackageState)
+
+
+#: the ``SweepRun`` row of the due-work sweep (named after its ``CELERY_BEAT_SCHEDULE`` entry)
+DUE_WORK_SWEEP = "sweep-due-work"
+
+
+class SweepRun(models.Model):
+    """When a beat-driven task last finished, for ``/readyz`` and ``/metrics`` (issue 15 §7).
+
+    Operational state, like the stream's cursors: no event records it and no replay rebuilds
+    it, and it says nothing about any group. One row per task, so any number of workers,
+    beats and web processes share it; it is stamped with the database clock, which is also
+    the clock its age is read with, so no host's clock skew enters the answer.
+    """
+
+    task = models.CharField(max_length=100, primary_key=True)
+    finished_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.task} finished at {self.finished_at}"
+
+    @classmethod
+    def record(cls, task: str) -> None:
+        """Stamp ``task`` as finished now: a plain UPDATE, and the row's INSERT the first
+        time (``get_or_create`` settles two first runs racing to insert it)."""
+        if not cls.objects.filter(task=task).update(finished_at=Now()):
+            cls.objects.get_or_create(task=task, defaults={"finished_at": Now()})
+
+    @classmethod
+    def age(cls, task: str) -> timedelta | None:
+        """How long ago ``task`` last finished, by the database clock (``None``: never)."""
+        return (
+            cls.objects.filter(task=task)
+            .annotate(age=Now() - F("finished_at"))
+            .values_list("age", flat=True)
+            .first()
+        )

@@ -24,6 +24,7 @@ from apps.artifacts.retrieval import Corrupted, open_verified
 from apps.artifacts.services import corruption_record
 from apps.artifacts.storage import configured_storage
 from apps.work import reviews
+from apps.work.models import DUE_WORK_SWEEP, SweepRun
 from apps.work.sweeps import DEFAULT_LIMIT, sweep_due
 from missionweave.celery import app
 
@@ -33,10 +34,17 @@ PING_MAX_DELAY_S = 30.0
 
 @app.task(name="apps.work.tasks.sweep_due_work")
 def sweep_due_work(limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
-    """Reassign what is due (missed start deadlines, expired leases) and return the counts."""
+    """Reassign what is due (missed start deadlines, expired leases) and return the counts.
+
+    A finished sweep is stamped (``SweepRun``): ``/readyz`` is not ready when none finished
+    within three beat intervals, since then nothing reassigns expired work. Only a sweep that
+    finished counts, so a sweep failing on every beat shows as well as a missing beat.
+    """
     # The worker logs the returned counts with the task's success line; the sweep itself logs
     # the sweeps that found something due.
-    return dataclasses.asdict(sweep_due(limit=limit))
+    report = sweep_due(limit=limit)
+    SweepRun.record(DUE_WORK_SWEEP)
+    return dataclasses.asdict(report)
 
 
 @app.task(name="apps.work.tasks.ping", ignore_result=False)

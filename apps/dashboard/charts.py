@@ -24,7 +24,7 @@ from typing import Any
 
 from missionweave.protocol.timefmt import parse_timestamp
 
-from .work_item_cards import BudgetLine, budget_lines
+from .work_item_cards import BudgetLine, budget_lines, number
 
 #: the drawing area of one chart, in SVG user units; the page scales it to its box
 WIDTH = 320
@@ -36,15 +36,6 @@ PLOT_LEFT = 2
 PLOT_RIGHT = WIDTH - 2
 #: headroom above the larger of the limit and the highest use, so neither touches the top
 HEADROOM = 1.15
-
-
-def number(value: float | int) -> str:
-    """A quantity as people read it: ``12,000``, ``0.35`` (no float noise, no exponent)."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.6f}".rstrip("0").rstrip(".")
-    return f"{int(value):,}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,15 @@ def _percent_label(percent: float) -> str:
     return shown.removesuffix(".0") + "%"
 
 
+def number(value: float | int) -> str:
+    """A quantity as people read it: ``12,000``, ``0.35`` (no float noise, no exponent)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.6f}".rstrip("0").rstrip(".")
+    return f"{int(value):,}"
+
+
 @dataclass(frozen=True)
 class BudgetLine:
     """One dimension of one budget: used against its limit (absent: unlimited, wire.md §10)."""
@@ -81,6 +90,15 @@ class BudgetLine:
     @property
     def unlimited(self) -> bool:
         return self.limit is None
+
+    @property
+    def used_text(self) -> str:
+        """``0.11``, not the ``0.10999999999999999`` that adding charges leaves."""
+        return number(self.used)
+
+    @property
+    def limit_text(self) -> str:
+        return "unlimited" if self.limit is None else number(self.limit)
 
     @property
     def exceeded(self) -> bool:

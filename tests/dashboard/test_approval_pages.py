@@ -114,7 +114,7 @@ def test_the_screen_shows_the_contract_revision_in_full_and_why_it_needs_approva
     assert "data incidents" in allowed
     assert "operations read" in allowed
     budgets = text(element(body, "data-field", "budgets"))
-    assert "money 5.0" in budgets
+    assert "money 5 0" in budgets  # limit 5, used 0, as people read them
     assert "side_effects 0" in budgets
     why = text(element(body, "data-field", "why-approval"))
     assert "risk class high" in why

@@ -156,28 +156,28 @@ def test_budgets_show_the_item_its_mission_and_each_ancestor_used_against_their_
         for dimension in ("money", "tokens", "tool_calls", "compute", "wall_clock", "side_effects")
     }
     assert rows == {
-        "money": "money 0.25 5.0 5%",
-        "tokens": "tokens 3000 200000 1.5%",
+        "money": "money 0.25 5 5%",
+        "tokens": "tokens 3,000 200,000 1.5%",
         "tool_calls": "tool_calls 3 100 3%",
-        "compute": "compute 0 3600 0%",
-        "wall_clock": "wall_clock 0 7200 0%",
+        "compute": "compute 0 3,600 0%",
+        "wall_clock": "wall_clock 0 7,200 0%",
         "side_effects": "side_effects 0 0 0%",
     }
     bar = element(own, "data-dimension", "tokens")
     assert '<progress max="100" value="1.5"' in bar
-    assert f'aria-label="tokens of this WorkItem {item}: 3000 of 200000 used"' in bar
+    assert f'aria-label="tokens of this WorkItem {item}: 3,000 of 200,000 used"' in bar
 
     own_mission = element(body, "data-budget", f"mission:{mission}")
     assert "<caption>its mission <code>" + mission in own_mission
-    assert text(element(own_mission, "data-dimension", "tokens")) == "tokens 4000 200000 2%"
-    assert text(element(own_mission, "data-dimension", "money")) == "money 0.25 5.0 5%"
+    assert text(element(own_mission, "data-dimension", "tokens")) == "tokens 4,000 200,000 2%"
+    assert text(element(own_mission, "data-dimension", "money")) == "money 0.25 5 5%"
     unlimited = element(own_mission, "data-dimension", "tool_calls")
     assert text(unlimited) == "tool_calls 3 unlimited —"
     assert "<progress" not in unlimited
 
     ancestor = element(body, "data-budget", f"mission:{top}")
     assert "<caption>ancestor mission <code>" + top in ancestor
-    assert text(element(ancestor, "data-dimension", "tokens")) == "tokens 4000 1000000 0.4%"
+    assert text(element(ancestor, "data-dimension", "tokens")) == "tokens 4,000 1,000,000 0.4%"
     assert text(element(ancestor, "data-dimension", "money")) == "money 0.25 10 2.5%"
     assert text(element(ancestor, "data-dimension", "compute")) == "compute 0 unlimited —"
 

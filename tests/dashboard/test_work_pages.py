@@ -190,8 +190,8 @@ def test_work_item_page_shows_contract_budgets_offers_lease_history_and_conversa
     assert "human_review" in body
     assert "no execution approval needed" in text(element(body, "data-field", "risk"))
     own = element(body, "data-budget", f"work_item:{item}")
-    assert text(element(own, "data-dimension", "tokens")) == "tokens 1500 200000 0.8%"
-    assert text(element(own, "data-dimension", "money")) == "money 0.25 5.0 5%"
+    assert text(element(own, "data-dimension", "tokens")) == "tokens 1,500 200,000 0.8%"
+    assert text(element(own, "data-dimension", "money")) == "money 0.25 5 5%"
     assert "agent:w2 · accepted" in text(element(body, "data-field", "offers"))
     lease_text = text(element(body, "data-field", "lease"))
     assert lease in lease_text

@@ -20,6 +20,8 @@ from django.db import models
 
 from missionweave.protocol.facts import StateKey
 
+from .statements import rows_by_ident, statements_for
+
 
 @dataclass(frozen=True)
 class ModelProjection:
@@ -70,17 +72,17 @@ class ProjectionJSONDecoder(json.JSONDecoder):
 
 
 def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
-    """The aggregates at ``keys`` (``None`` where none exists): one query per kind."""
+    """The aggregates at ``keys`` (``None`` where none exists): one query per kind, compiled
+    once per model (``statements``)."""
     by_kind: dict[str, set[str]] = defaultdict(set)
     for kind, ident in keys:
         by_kind[kind].add(ident)
     view: dict[StateKey, Any] = {}
     for kind, idents in by_kind.items():
         projection = _PROJECTIONS[kind]
-        rows = projection.model.objects.filter(
-            group_id=group_id, **{f"{projection.id_field}__in": idents}
-        )
-        found = {getattr(row, projection.id_field): projection.to_state(row) for row in rows}
+        statements = statements_for(projection.model, projection.id_field)
+        rows = rows_by_ident(statements, group_id, idents)
+        found = {ident: projection.to_state(row) for ident, row in rows.items()}
         for ident in idents:
             view[(kind, ident)] = found.get(ident)
     return view
@@ -106,20 +108,17 @@ def save_aggregates(
 
     ``existing`` names the keys that already have a row (the write path knows: it loaded
     them under the group lock), so each aggregate costs one statement, not an update that
-    finds nothing followed by an insert.
+    finds nothing followed by an insert; the statements are compiled once (``statements``).
     """
     for key in keys:
         kind, ident = key
         projection = _PROJECTIONS[kind]
         fields = projection.to_fields(state[key])
+        statements = statements_for(projection.model, projection.id_field)
         if key in existing:
-            projection.model.objects.filter(
-                group_id=group_id, **{projection.id_field: ident}
-            ).update(**fields)
+            statements.update(group_id, ident, fields)
         else:
-            projection.model.objects.create(
-                group_id=group_id, **{projection.id_field: ident}, **fields
-            )
+            statements.create(group_id, ident, fields)
 
 
 def bulk_replace(group_id: str, state: Mapping[StateKey, Any]) -> None:

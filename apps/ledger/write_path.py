@@ -45,11 +45,12 @@ from missionweave.protocol.facts import Command, Decision, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY, is_agent, user_principal, username_of
 from missionweave.protocol.memberships import current_epoch, membership_key
 
-from . import agents, artifacts, capabilities, metrics, outbox, reactions, signatures
+from . import agents, artifacts, capabilities, metrics, outbox, reactions, records, signatures
 from . import head as heads
 from .broadcast import announce_head
 from .models import CommandRecord
 from .projections import load_view, owned_ids, save_aggregates
+from .statements import insert_row
 
 logger = logging.getLogger(__name__)
 CallerKind = Literal["agent", "user", "authority"]
@@ -387,15 +388,8 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
     group_id = head.group_id
 
     # 5. idempotency: same id from the same actor in this group (a unique constraint: at most
-    # one row, so [:1] rather than .first(), whose ORDER BY costs ~0.1 ms of CPU to compile)
-    record = next(
-        iter(
-            CommandRecord.objects.filter(
-                group_id=group_id, actor=envelope.actor, command_id=envelope.id
-            )[:1]
-        ),
-        None,
-    )
+    # one row)
+    record = records.recorded(group_id, envelope.actor, envelope.id)
     if record is not None:
         if record.content_digest != envelope.content_digest:
             raise ProtocolError(
@@ -448,7 +442,8 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
         "result": decision.result,
     }
     # The head lock serialises this insert; the unique constraint is the backstop.
-    CommandRecord.objects.create(
+    insert_row(
+        CommandRecord,
         group_id=group_id,
         actor=envelope.actor,
         command_id=envelope.id,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 
 from apps.ledger.projections import ModelProjection
 from missionweave.protocol.identifiers import agent_principal, is_agent
@@ -54,8 +55,14 @@ class Agent(models.Model):
 
     @classmethod
     def current_session_epoch(cls, agent_id: str) -> int | None:
-        """The epoch of the agent's one valid session (``None``: no such agent)."""
-        return cls.objects.filter(pk=agent_id).values_list("session_epoch", flat=True).first()
+        """The epoch of the agent's one valid session (``None``: no such agent).
+
+        Read by every agent command under the group lock (R11.3-10): one fixed statement,
+        not a queryset compiled each time (docs/benchmarks.md, "Where the time goes")."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT session_epoch FROM registry_agent WHERE id = %s", [agent_id])
+            row = cursor.fetchone()
+        return None if row is None else int(row[0])
 
     @classmethod
     def current_card_version(cls, principal: str) -> str | None:
@@ -105,10 +112,20 @@ class AgentKey(models.Model):
     @classmethod
     def current_keys(cls, agent_id: str) -> list[Ed25519PublicKey]:
         """The keys a signature of the agent may verify under: those not revoked."""
-        texts = cls.objects.filter(agent_id=agent_id, revoked_at__isnull=True).values_list(
-            "public_key", flat=True
-        )
-        return [parse_public_key(text) for text in texts]
+        with connection.cursor() as cursor:  # every agent command: a fixed statement
+            cursor.execute(
+                "SELECT public_key FROM registry_agentkey "
+                "WHERE agent_id = %s AND revoked_at IS NULL ORDER BY id",
+                [agent_id],
+            )
+            texts = [text for (text,) in cursor.fetchall()]
+        return [_parsed_key(text) for text in texts]
+
+
+@lru_cache(maxsize=4096)
+def _parsed_key(text: str) -> Ed25519PublicKey:
+    """A public key's text parsed once per process (its bytes never change)."""
+    return parse_public_key(text)
 
 
 class AgentCard(models.Model):

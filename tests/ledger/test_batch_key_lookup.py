@@ -14,7 +14,7 @@ from tests.factories import World, mission_body
 
 
 def _key_lookups(captured: CaptureQueriesContext) -> int:
-    return sum('"registry_agentkey"' in query["sql"] for query in captured.captured_queries)
+    return sum("registry_agentkey" in query["sql"] for query in captured.captured_queries)
 
 
 @pytest.mark.django_db

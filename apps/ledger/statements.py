@@ -14,7 +14,7 @@ would write, and ``rebuild_projections --verify`` compares them unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -40,16 +40,7 @@ class ModelStatements:
         with connection.cursor() as cursor:
             cursor.execute(self.select.format(_placeholders(len(idents))), [group_id, *idents])
             rows = cursor.fetchall()
-        converters = _converters(self.model, connection.vendor)
-        names = [field.attname for field in self.fields]
-        instances = []
-        for row in rows:
-            values = [
-                _convert(value, field_converters)
-                for value, field_converters in zip(row, converters, strict=True)
-            ]
-            instances.append(self.model.from_db(connection.alias, names, values))
-        return instances
+        return instances_from_rows(self.model, rows)
 
     def create(self, group_id: str, ident: str, fields: Mapping[str, Any]) -> None:
         """Insert the row the ORM's ``create(group_id=…, <id_field>=…, **fields)`` would."""
@@ -141,6 +132,27 @@ def _statements(model: type[models.Model], id_field: str, _vendor: str) -> Model
     names = ", ".join(_q(field.column) for field in insert_fields)
     insert = f"INSERT INTO {table} ({names}) VALUES ({_placeholders(len(insert_fields))})"  # noqa: S608
     return ModelStatements(model, id_field, fields, select, insert, insert_fields)
+
+
+def columns_of(model: type[models.Model], alias: str) -> str:
+    """Every concrete column of ``model`` as ``alias."column"``, in ``_meta`` order: the
+    select list ``instances_from_rows`` reads."""
+    return ", ".join(f"{alias}.{_q(field.column)}" for field in _concrete(model))
+
+
+def instances_from_rows(model: type[models.Model], rows: Iterable[Sequence[Any]]) -> list[Any]:
+    """Model instances from rows that begin with every concrete column (``columns_of``),
+    converted as the ORM converts them; extra trailing values are ignored."""
+    converters = _converters(model, connection.vendor)
+    names = [field.attname for field in _concrete(model)]
+    instances = []
+    for row in rows:
+        values = [
+            _convert(value, field_converters)
+            for value, field_converters in zip(row, converters, strict=False)
+        ]
+        instances.append(model.from_db(connection.alias, names, values))
+    return instances
 
 
 def insert_row(model: type[models.Model], **values: Any) -> None:

@@ -11,10 +11,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.ledger.models import GroupLog
+from apps.ledger.statements import columns_of, instances_from_rows
 from apps.ledger.write_path import Caller, Outcome, submit_as_human
 from missionweave.protocol import memberships as membership_rules
 from missionweave.protocol.canonical import canonical_bytes, without
@@ -306,14 +307,32 @@ class Authenticated:
     session: AgentSession | None = None
 
 
+def _session_by_token(digest_: str) -> tuple[AgentSession, int] | None:
+    """The session with this token hash and its agent's current epoch, in one fixed
+    statement: every agent request asks it (docs/benchmarks.md, "Where the time goes")."""
+    sql = (
+        f"SELECT {columns_of(AgentSession, 's')}, a.session_epoch "  # noqa: S608 - _meta names
+        "FROM registry_agentsession s JOIN registry_agent a ON a.id = s.agent_id "
+        "WHERE s.token_hash = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [digest_])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (session,) = instances_from_rows(AgentSession, [row])
+    return session, int(row[-1])
+
+
 def authenticate_bearer(token: str) -> Authenticated:
     """wire.md §3 step 1 / §4: a known token, not that of a replaced or expired session."""
     digest_ = token_digest(token)
     if token.startswith(SESSION_TOKEN_PREFIX + "_"):
-        session = AgentSession.objects.select_related("agent").filter(token_hash=digest_).first()
+        found = _session_by_token(digest_)
+        session, current_epoch = found if found is not None else (None, None)
         if session is None or session.expires_at <= timezone.now():
             raise ProtocolError(ErrorCode.UNAUTHENTICATED, "unknown or expired token")
-        if session.epoch != session.agent.session_epoch:
+        if session.epoch != current_epoch:
             raise ProtocolError(
                 ErrorCode.STALE_SESSION,
                 "this session was replaced by a newer one",

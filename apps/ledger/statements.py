@@ -28,7 +28,7 @@ Converter = Callable[[Any, Any, Any], Any]
 class ModelStatements:
     model: type[models.Model]
     id_field: str
-    #: every concrete column, in ``select`` order (the primary key first)
+    #: every concrete column, in ``_meta`` order (the ``select`` list)
     fields: tuple[models.Field[Any, Any], ...]
     select: str
     insert: str

@@ -13,9 +13,11 @@ import os
 import threading
 from typing import Any
 
+import redis
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +35,59 @@ def announce_head(group_id: str, sequence: int) -> None:
     channel = group_channel(group_id)
     message = {"type": "group.head", "group": group_id, "head": sequence}
     try:
-        if _main_thread_without_loop(layer):
+        publisher = _publisher(layer)
+        if publisher is not None:
+            publisher.publish(channel, message)
+        elif _main_thread_without_loop(layer):
             _MainThreadLoop.group_send(layer, channel, message)
         else:
             async_to_sync(layer.group_send)(channel, message)
     except Exception:  # a hint that cannot be sent is not an error of the command
         logger.warning("could not announce head of %s", group_id, exc_info=True)
+
+
+class _SyncPublisher:
+    """PUBLISH from any thread, loop or none, on one redis-py client per process.
+
+    ``RedisPubSubChannelLayer.group_send`` is a Redis PUBLISH of the layer's serialised
+    message on ``<prefix>__group__<group>``; its consumers, in every process, subscribe to
+    that channel. Sent here synchronously it costs one round trip (~0.1 ms) from a Celery
+    task, a management command, a benchmark thread or a sync view alike, where
+    ``async_to_sync`` builds a loop and a connection per call from a thread without one
+    (~2.5 ms, docs/benchmarks.md) — issue 15 §4. The message bytes are the layer's own
+    ``serialize`` (so encryption keys and the serializer format still apply).
+    """
+
+    def __init__(self, layer: RedisPubSubChannelLayer, url: str, prefix: str) -> None:
+        self.layer = layer
+        self.prefix = prefix
+        self.client = redis.Redis.from_url(url)
+        self.pid = os.getpid()
+
+    def publish(self, group: str, message: dict[str, Any]) -> None:
+        self.client.publish(f"{self.prefix}__group__{group}", self.layer.serialize(message))
+
+
+_publishers: dict[int, _SyncPublisher] = {}
+
+
+def _publisher(layer: Any) -> _SyncPublisher | None:
+    """The sync publisher for ``layer`` when it is the Redis pub/sub layer on one host given
+    as a URL (our settings); ``None`` otherwise (the in-memory layer must publish on its
+    consumers' loop; a sharded layer picks its shard by a hash of its own)."""
+    if not isinstance(layer, RedisPubSubChannelLayer):
+        return None
+    found = _publishers.get(id(layer))
+    if found is not None and found.layer is layer and found.pid == os.getpid():
+        return found
+    config = settings.CHANNEL_LAYERS.get("default", {}).get("CONFIG", {})
+    hosts = config.get("hosts") or []
+    if len(hosts) != 1 or not isinstance(hosts[0], str):
+        return None
+    _publishers[id(layer)] = publisher = _SyncPublisher(
+        layer, hosts[0], config.get("prefix", "asgi")
+    )
+    return publisher
 
 
 def _main_thread_without_loop(layer: Any) -> bool:

@@ -1,0 +1,59 @@
+"""After-commit hints (``apps/ledger/broadcast.py``): with the Redis pub/sub layer a hint is
+one synchronous PUBLISH from any thread, and a consumer subscribed through the layer gets it
+(issue 15 §4). Hints stay hints: the stream reads the log by sequence (wire.md §7)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import uuid
+
+import pytest
+from channels.layers import get_channel_layer
+
+from apps.ledger import broadcast
+from apps.ledger.broadcast import announce_head, group_channel
+
+
+@pytest.fixture
+def pubsub_layer(settings):
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        pytest.fail("the Redis pub/sub layer needs REDIS_URL (make test sets it)")
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [url], "prefix": f"test-{uuid.uuid4().hex[:8]}"},
+        }
+    }
+    return get_channel_layer()
+
+
+def test_a_hint_from_a_thread_without_a_loop_reaches_a_layer_subscriber(pubsub_layer) -> None:
+    """The hint sent synchronously from a plain thread (a Celery task, a benchmark client)
+    is what ``group_send`` would have published: the layer's subscriber receives it."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def listen() -> dict:
+        channel = await pubsub_layer.new_channel()
+        await pubsub_layer.group_add(group_channel(group), channel)
+        await asyncio.sleep(0.2)  # the SUBSCRIBE has reached Redis
+        sender = threading.Thread(target=announce_head, args=(group, 7))
+        sender.start()
+        try:
+            return await asyncio.wait_for(pubsub_layer.receive(channel), timeout=5)
+        finally:
+            sender.join()
+            await pubsub_layer.group_discard(group_channel(group), channel)
+
+    message = asyncio.run(listen())
+
+    assert message == {"type": "group.head", "group": group, "head": 7}
+    assert broadcast._publisher(pubsub_layer) is not None
+
+
+def test_the_in_memory_layer_keeps_publishing_on_its_consumers_loop(settings) -> None:
+    """The embedded default's layer lives in one process's loop: no Redis publisher."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    assert broadcast._publisher(get_channel_layer()) is None

@@ -15,9 +15,8 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from missionweave.protocol.canonical import canonical_bytes
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.events import event_hash
+from missionweave.protocol.events import sealed
 from missionweave.protocol.facts import Fact, NewEvent
 from missionweave.protocol.timefmt import format_timestamp
 
@@ -124,7 +123,7 @@ def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: st
             "payload": new.payload,
             "prev_hash": head.hash,
         }
-        document["hash"] = event_hash(document)
+        document["hash"], stored = sealed(document)
         rows.append(
             (
                 head.group_id,
@@ -135,7 +134,7 @@ def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: st
                 actor,
                 recorded_at_db,
                 document["hash"],
-                canonical_bytes(document).decode("utf-8"),
+                stored.decode("utf-8"),
             )
         )
         facts.append(

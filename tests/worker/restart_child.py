@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from pathlib import Path
 from typing import cast
 
@@ -18,7 +19,7 @@ from missionweave.worker.local_store import QueueStore
 from tests.worker.transport import Transport
 
 
-def main(database: str, logs_file: str, seed: str, worker: str) -> None:
+def main(database: str, logs_file: str, seed: str, worker: str, pace_s: str = "0") -> None:
     logs = json.loads(Path(logs_file).read_text())
     store = QueueStore(database, worker=worker)
     # the feeds never call the authority here: events come from the transport below
@@ -28,6 +29,8 @@ def main(database: str, logs_file: str, seed: str, worker: str) -> None:
     print("ready", flush=True)
     for group, event in transport:
         feeds[group].deliver(event)
+        # a floor on the run's length, so the parent's kill lands mid-run on a fast disk too
+        time.sleep(float(pace_s))
     store.close()
     print("done", flush=True)
 

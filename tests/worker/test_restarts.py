@@ -230,6 +230,11 @@ def test_any_deaths_under_any_delivery_order_end_in_the_replayed_queues(
     worker.store.close()
 
 
+#: each delivered event costs the child at least this long: 400 events then take over 1.6 s
+#: whatever the disk, so the first three kills (each within 0.4 s of "ready") land mid-run
+PACE_S = 0.004
+
+
 def test_a_worker_process_killed_at_random_moments_restarts_where_its_file_says(
     tmp_path: Path,
 ) -> None:
@@ -254,6 +259,7 @@ def test_a_worker_process_killed_at_random_moments_restarts_where_its_file_says(
                 str(logs_file),
                 "3",
                 ME,
+                str(PACE_S),
             ],
             cwd=ROOT,
             env=env,

@@ -189,11 +189,6 @@ def _ensure_member(admin: Caller, principal: str, roles: Sequence[str], group: s
     )
 
 
-def open_session(agent: DemoAgent) -> None:
-    """``POST /sessions`` as a client would: a signed body with a fresh nonce (wire.md §5)."""
-    agent.open_session()
-
-
 def _membership_epoch(principal: str) -> int:
     """The principal's current membership epoch in the demo group (0: none, refused later)."""
     membership = services.membership_of(GROUP, principal)
@@ -223,7 +218,7 @@ def submit_as_agent(
     except ProtocolError as refusal:
         if refusal.code not in (ErrorCode.STALE_SESSION, ErrorCode.UNAUTHENTICATED):
             raise
-    open_session(agent)
+    agent.open_session()
     return _agent_submit(agent, type_, body, command_id)
 
 
@@ -267,7 +262,7 @@ def demo_seed(*, keys_dir: Path, password: str) -> DemoWorld:
             _ensure_member(admin, agents[spec.id].principal, roles, group)
 
     for agent in agents.values():
-        open_session(agent)
+        agent.open_session()
     coordinator = agents[COORDINATOR]
     for mission_id, goal in SEED_MISSIONS:
         submit_as_agent(

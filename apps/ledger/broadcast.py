@@ -6,11 +6,9 @@ the log by sequence. A lost hint only delays delivery until the consumer's next 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import os
-import threading
 from typing import Any
 
 import redis
@@ -38,9 +36,7 @@ def announce_head(group_id: str, sequence: int) -> None:
         publisher = _publisher(layer)
         if publisher is not None:
             publisher.publish(channel, message)
-        elif _main_thread_without_loop(layer):
-            _MainThreadLoop.group_send(layer, channel, message)
-        else:
+        else:  # the in-memory layer: on its consumers' loop, which async_to_sync finds
             async_to_sync(layer.group_send)(channel, message)
     except Exception:  # a hint that cannot be sent is not an error of the command
         logger.warning("could not announce head of %s", group_id, exc_info=True)
@@ -88,52 +84,3 @@ def _publisher(layer: Any) -> _SyncPublisher | None:
         layer, hosts[0], config.get("prefix", "asgi")
     )
     return publisher
-
-
-def _main_thread_without_loop(layer: Any) -> bool:
-    """Whether the hint can go through the process's long-lived main-thread loop.
-
-    From a thread with no event loop (a Celery task, a management command) ``async_to_sync``
-    builds a new loop in a new thread for every call, and the Redis pub/sub layer, which keeps
-    one connection per loop, connects anew: ~2-3 ms per commit (docs/benchmarks.md). A loop
-    kept for the main thread costs ~0.1 ms. Only for the Redis pub/sub layer, which reaches
-    every process through Redis whatever loop publishes: the in-memory layer must keep
-    publishing on its consumers' own loop, which ``async_to_sync`` finds (under daphne the
-    server's loop, whose connection is already open, so that path costs nothing to speak of).
-    Only in the main thread, which lives as long as the process, so the loop and its
-    connection are not left behind by short-lived threads.
-    """
-    if not isinstance(layer, RedisPubSubChannelLayer):
-        return False
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return True
-    return False  # a loop runs here: async_to_sync refuses it as before, and the hint is lost
-
-
-class _MainThreadLoop:
-    """One event loop for the main thread's hints, per process and per channel layer."""
-
-    _loop: asyncio.AbstractEventLoop | None = None
-    _layer: Any = None
-    _pid: int = 0
-
-    @classmethod
-    def group_send(cls, layer: Any, channel: str, message: dict[str, Any]) -> None:
-        if cls._loop is None or cls._layer is not layer or cls._pid != os.getpid():
-            cls._renew(layer)
-        assert cls._loop is not None
-        cls._loop.run_until_complete(layer.group_send(channel, message))
-
-    @classmethod
-    def _renew(cls, layer: Any) -> None:
-        old = cls._loop
-        if old is not None and cls._pid == os.getpid() and not old.is_closed():
-            # Settings changed the layer (tests do): closing the loop makes channels_redis
-            # flush the old layer's connection for it. A loop inherited through fork is only
-            # dropped: its sockets belong to the parent as well.
-            old.close()
-        cls._loop, cls._layer, cls._pid = asyncio.new_event_loop(), layer, os.getpid()

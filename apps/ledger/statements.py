@@ -28,8 +28,7 @@ Converter = Callable[[Any, Any, Any], Any]
 class ModelStatements:
     model: type[models.Model]
     id_field: str
-    #: every concrete column, in ``_meta`` order (the ``select`` list)
-    fields: tuple[models.Field[Any, Any], ...]
+    #: every concrete column, in ``_meta`` order (``columns_of``, ``instances_from_rows``)
     select: str
     insert: str
     #: what an insert writes: every concrete field but an auto primary key
@@ -131,7 +130,7 @@ def _statements(model: type[models.Model], id_field: str, _vendor: str) -> Model
     insert_fields = tuple(field for field in fields if field is not meta.auto_field)
     names = ", ".join(_q(field.column) for field in insert_fields)
     insert = f"INSERT INTO {table} ({names}) VALUES ({_placeholders(len(insert_fields))})"  # noqa: S608
-    return ModelStatements(model, id_field, fields, select, insert, insert_fields)
+    return ModelStatements(model, id_field, select, insert, insert_fields)
 
 
 def columns_of(model: type[models.Model], alias: str) -> str:

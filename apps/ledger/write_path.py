@@ -111,14 +111,21 @@ def submit_command(
 
     ``admin`` admits the staff-only types (membership changes) that the admin endpoints send.
     """
+    return _measured(
+        metrics.command_type(document),
+        lambda: _run(group_id, verify(group_id, document, caller, admin=admin), caller),
+    )
+
+
+def _measured(type_: str, attempt: Callable[[], Outcome]) -> Outcome:
+    """One command through the write path, timed and counted as accepted or refused."""
     with metrics.timed(metrics.SINGLE):
         try:
-            verified = verify(group_id, document, caller, admin=admin)
-            outcome = _run(group_id, verified, caller)
+            outcome = attempt()
         except ProtocolError as refusal:
-            metrics.count(metrics.command_type(document), refusal)
+            metrics.count(type_, refusal)
             raise
-    metrics.count(verified.envelope.type, outcome)
+    metrics.count(type_, outcome)
     return outcome
 
 
@@ -185,15 +192,12 @@ def submit_authority_command(
     It skips the client checks (no token, signature or membership: the authority is not a
     member) but nothing else: idempotency, decide, append and project are the same door.
     """
-    with metrics.timed(metrics.SINGLE):
-        try:
-            verified = _authority_command(group_id, type_, body, command_id)
-            outcome = _run(group_id, verified, AUTHORITY_CALLER)
-        except ProtocolError as refusal:
-            metrics.count(type_, refusal)
-            raise
-    metrics.count(type_, outcome)
-    return outcome
+    return _measured(
+        type_,
+        lambda: _run(
+            group_id, _authority_command(group_id, type_, body, command_id), AUTHORITY_CALLER
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)

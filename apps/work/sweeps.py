@@ -29,6 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import partial
 
+from django.db.models import QuerySet
 from django.db.models.functions import Now
 
 from apps.ledger.write_path import AuthorityCommand, Outcome, submit_authority_batch
@@ -61,12 +62,18 @@ class SweepReport:
         }
 
 
+def due_now() -> QuerySet[WorkItem]:
+    """The WorkItems due by the database clock (the partial index ``work_item_due``): what
+    the sweep reassigns, and what ``/metrics`` reports the lag of."""
+    return WorkItem.objects.filter(due_at__lte=Now())
+
+
 def due_work_items(
     limit: int, *, group_id: str | None = None, among: Collection[str] | None = None
 ) -> dict[str, list[AuthorityCommand]]:
     """The reassignments due now by the database clock, by group, oldest due first
     (only in ``group_id`` and among the WorkItem ids ``among``, when given)."""
-    rows = WorkItem.objects.filter(due_at__lte=Now())
+    rows = due_now()
     if group_id is not None:
         rows = rows.filter(group_id=group_id)
     if among is not None:

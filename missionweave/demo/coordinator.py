@@ -210,14 +210,14 @@ def authorize_new_missions(scene: Scene, group: str) -> list[Step]:
     steps: list[Step] = []
     gate = not _awaiting_people(scene)
     for mission in sorted(scene.views[group].missions(), key=lambda m: m.created_sequence):
-        if mission.work_items or mission.state != "active" or not _ours(scene, mission.id):
+        if mission.work_items or mission.state != "active" or not _ours(mission.id):
             continue
         steps += authorize_plan(scene, group, mission.id, mission.goal, gate=gate)
         gate = False
     return steps
 
 
-def _ours(scene: Scene, mission: str) -> bool:
+def _ours(mission: str) -> bool:
     return mission.startswith((MISSION_PREFIX, CROSS_PREFIX))
 
 
@@ -256,7 +256,7 @@ def authorize_plan(scene: Scene, group: str, mission: str, goal: str, *, gate: b
 def new_mission(scene: Scene) -> list[Step]:
     """A new mission in the main group; a cross-group one unless the lab is still busy
     with the last (its child mission waits for a person's approval)."""
-    count = sum(1 for m in scene.views[GROUP].missions() if _ours(scene, m.id))
+    count = sum(1 for m in scene.views[GROUP].missions() if _ours(m.id))
     lab_busy = any(m.state == "active" for m in scene.views[LAB].missions())
     prefix = CROSS_PREFIX if count % 2 == 1 and not lab_busy else MISSION_PREFIX
     goal = f"{GOALS[count % len(GOALS)]} (#{count + 1})"

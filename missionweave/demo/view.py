@@ -23,18 +23,15 @@ from missionweave.protocol.work.items import WorkItem
 
 
 class GroupState:
-    """One group's state at ``sequence``: the events folded in so far (pure)."""
+    """One group's state: the events folded in so far (pure)."""
 
     def __init__(self, group: str) -> None:
         self.group = group
         self.state: dict[StateKey, Any] = {}
-        self.sequence = 0
 
     def fold(self, event: dict[str, Any]) -> None:
         """Fold one wire.md §6 event document, the next in the group's order."""
-        fact = Fact.of_event(event)
-        decider.apply(self.state, fact)
-        self.sequence = fact.sequence
+        decider.apply(self.state, Fact.of_event(event))
 
     def work_items(self) -> Iterator[WorkItem]:
         for (kind, _key), value in self.state.items():

@@ -148,15 +148,7 @@ class ResultShelf:
             for spec in document["outputs"]
         )
         evidence = tuple(
-            Evidence(
-                criterion=spec["criterion"],
-                verdict=spec["verdict"],
-                summary=spec["summary"],
-                data=spec["data"],
-                outputs=tuple(spec["outputs"]),
-                method=spec["method"],
-            )
-            for spec in document["evidence"]
+            Evidence(**{**spec, "outputs": tuple(spec["outputs"])}) for spec in document["evidence"]
         )
         return Kept(
             group=document["group"],
@@ -171,6 +163,8 @@ class ResultShelf:
 
 
 def _evidence_document(evidence: Evidence) -> dict[str, Any]:
+    """The evidence as JSON; ``data`` copied shallowly (a handler may hand a read-only
+    mapping, which ``dataclasses.asdict`` cannot deep-copy)."""
     return {
         "criterion": evidence.criterion,
         "verdict": evidence.verdict,

@@ -13,21 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from missionweave.client import AgentClient
+from missionweave.demo.contracts import SUMMARY_SCHEMA
 from missionweave.protocol.examples import example_contract
 from tests.factories import mission_body, now_text, unique
 from tests.work.lifecycle import DEADLINE, selection_basis
 
 #: what the worker's ``report`` output must look like (checked at submission, R13.2-03 step 1)
-REPORT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["status", "coverage", "findings"],
-    "properties": {
-        "status": {"type": "string"},
-        "coverage": {"type": "number"},
-        "findings": {"type": "array", "items": {"type": "string"}},
-    },
-    "additionalProperties": False,
-}
+REPORT_SCHEMA: dict[str, Any] = {**SUMMARY_SCHEMA, "additionalProperties": False}
 
 #: an output the schema and every check accept
 GOOD_REPORT: dict[str, Any] = {

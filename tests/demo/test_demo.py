@@ -214,7 +214,7 @@ def test_seed_commands_reopen_a_session_another_run_replaced(tmp_path):
     """R11.3-10: a command refused as STALE_SESSION is sent again on a reopened session (the
     agents' own processes replace the seed's sessions when they start)."""
     built = world(tmp_path)
-    cast.open_session(cast.DemoAgent(cast.COORDINATOR, built.coordinator.key))  # "another run"
+    cast.DemoAgent(cast.COORDINATOR, built.coordinator.key).open_session()  # "another run"
     before = head()
 
     outcome = cast.submit_as_agent(

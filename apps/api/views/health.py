@@ -34,7 +34,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from apps.ledger import metrics
 from apps.stream.models import Cursor
-from apps.work.models import DUE_WORK_SWEEP, SweepRun, WorkItem
+from apps.work.models import DUE_WORK_SWEEP, SweepRun
+from apps.work.sweeps import due_now
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from ..errors import error_response
@@ -123,7 +124,7 @@ def prometheus_metrics(request: HttpRequest) -> HttpResponse:
     Open unless ``MWP_METRICS_TOKEN`` is set; then ``Authorization: Bearer <token>`` is
     required, and anything else is 401 ``UNAUTHENTICATED`` in the wire.md §8 shape.
     """
-    token = _metrics_token()
+    token = settings.MWP_METRICS_TOKEN
     if token and not _bearer_matches(request, token):
         response = error_response(
             ProtocolError(ErrorCode.UNAUTHENTICATED, "/metrics requires the metrics bearer token")
@@ -132,10 +133,6 @@ def prometheus_metrics(request: HttpRequest) -> HttpResponse:
         return response
     encode, content_type = choose_encoder(request.headers.get("Accept", ""))
     return HttpResponse(encode(_SCRAPE), content_type=content_type)
-
-
-def _metrics_token() -> str:
-    return settings.MWP_METRICS_TOKEN
 
 
 def _bearer_matches(request: HttpRequest, token: str) -> bool:
@@ -149,7 +146,7 @@ def _bearer_matches(request: HttpRequest, token: str) -> bool:
 def _sweep_lag_s() -> float:
     """One query on the partial index ``work_item_due``, with the sweep's own predicate
     (``apps.work.sweeps.due_work_items``: due by the database clock)."""
-    lag = WorkItem.objects.filter(due_at__lte=Now()).aggregate(lag=Now() - Min("due_at"))["lag"]
+    lag = due_now().aggregate(lag=Now() - Min("due_at"))["lag"]
     return max(lag.total_seconds(), 0.0) if lag is not None else 0.0
 
 

@@ -24,6 +24,6 @@ RESEND_AFTER = timedelta(seconds=30)
 def resend_pending(*, limit: int = 500) -> int:
     """Carry the follow-ups a crash left behind (older than ``RESEND_AFTER``); the count."""
     rows = outbox.pending(created_before=timezone.now() - RESEND_AFTER, limit=limit)
-    for pk, follow_up in rows:
-        outbox.carry(pk, follow_up, run=run_follow_up)
+    for source_group, pk, follow_up in rows:
+        outbox.carry(source_group, pk, follow_up, run=run_follow_up)
     return len(rows)

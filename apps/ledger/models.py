@@ -36,7 +36,10 @@ class EventColumns(models.Model):
     the same rows: archiving moves history, never rewrites it)."""
 
     sequence = models.PositiveBigIntegerField()
-    event_id = models.CharField(max_length=64, unique=True)
+    #: unique per group (the ``…event_id_once_per_group`` constraints, issue 15 §6): ``evt_``
+    #: and a random UUID, so unique across groups by construction, but a log sharded by group
+    #: can enforce only a key that holds the group (docs/deploy.md)
+    event_id = models.CharField(max_length=64)
     type = models.CharField(max_length=100)
     command_id = models.CharField(max_length=128)
     actor = models.CharField(max_length=160)
@@ -59,7 +62,8 @@ class Event(EventColumns):
 
     class Meta:
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["group", "sequence"], name="gapless_sequence_slot")
+            models.UniqueConstraint(fields=["group", "sequence"], name="gapless_sequence_slot"),
+            models.UniqueConstraint(fields=["group", "event_id"], name="event_id_once_per_group"),
         ]
         #: a group's events of a few types, newest first, without reading the rest of its log
         #: (the memberships screen's audit list, issue 13)
@@ -86,7 +90,10 @@ class ArchivedEvent(EventColumns):
 
     class Meta:
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["group", "sequence"], name="archived_sequence_slot")
+            models.UniqueConstraint(fields=["group", "sequence"], name="archived_sequence_slot"),
+            models.UniqueConstraint(
+                fields=["group", "event_id"], name="archived_event_id_once_per_group"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -122,6 +129,10 @@ class PendingFollowUp(models.Model):
     group has it (or has refused it and the compensation ran). The write path runs it right
     after commit; a Celery beat task resends whatever a crash left here. Its command id is
     deterministic, so a resend is an idempotent replay.
+
+    Keyed by its source group like that group's own rows (on PostgreSQL its primary key is
+    ``(source_group, id)``, migration ``0007_group_leading_keys``): it is written in the
+    source group's transaction.
     """
 
     source_group = models.CharField(max_length=128)

@@ -62,26 +62,28 @@ def enqueue(
             follow_up=to_document(follow_up),
             created_at=now,
         )
-        transaction.on_commit(lambda pk=row.pk, f=follow_up: carry(pk, f, run=run))
+        transaction.on_commit(lambda pk=row.pk, f=follow_up: carry(source_group, pk, f, run=run))
 
 
-def carry(pk: int, follow_up: FollowUp, *, run: Run) -> None:
+def carry(source_group: str, pk: int, follow_up: FollowUp, *, run: Run) -> None:
     """Run one follow-up and drop its outbox row.
 
-    An unexpected error (the database went away) leaves the row for the resend task.
+    An unexpected error (the database went away) leaves the row for the resend task. The row
+    is found by its whole key, (source group, id), so on a database sharded by group the
+    statement goes to one shard (docs/deploy.md).
     """
+    row = PendingFollowUp.objects.filter(source_group=source_group, pk=pk)
     try:
         run(follow_up)
     except Exception as error:  # a later resend retries; the command itself stands
         logger.exception("follow-up %s to %s failed", follow_up.type, follow_up.group)
-        PendingFollowUp.objects.filter(pk=pk).update(
-            attempts=F("attempts") + 1, last_error=repr(error)[:2000]
-        )
+        row.update(attempts=F("attempts") + 1, last_error=repr(error)[:2000])
         return
-    PendingFollowUp.objects.filter(pk=pk).delete()
+    row.delete()
 
 
-def pending(*, created_before: datetime, limit: int) -> list[tuple[int, FollowUp]]:
-    """The oldest ``limit`` follow-ups recorded before ``created_before``, oldest first."""
+def pending(*, created_before: datetime, limit: int) -> list[tuple[str, int, FollowUp]]:
+    """The oldest ``limit`` follow-ups recorded before ``created_before``, oldest first, each
+    as (source group, id, follow-up)."""
     rows = PendingFollowUp.objects.filter(created_at__lte=created_before).order_by("pk")[:limit]
-    return [(row.pk, from_document(row.follow_up)) for row in rows]
+    return [(row.source_group, row.pk, from_document(row.follow_up)) for row in rows]

@@ -24,8 +24,10 @@ class Cursor(models.Model):
     updated_at = models.DateTimeField()
 
     class Meta:
+        #: group first (issue 15 §6, docs/deploy.md); still the conflict target of the
+        #: cursor upsert (``ON CONFLICT (principal, group_id)`` infers it by its column set)
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["principal", "group"], name="cursor_once")
+            models.UniqueConstraint(fields=["group", "principal"], name="cursor_once")
         ]
 
     def __str__(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from django.db import connection
@@ -21,15 +22,15 @@ from missionweave.protocol.facts import Fact, NewEvent
 from missionweave.protocol.timefmt import format_timestamp
 
 from .models import GroupLog
+from .reads import Read, run_one
+from .statements import current, hot_cursor
 
 # Hand-written like the head statements: for one row, Django's bulk_create spends about as
 # much CPU compiling the INSERT as the statement costs (~0.1 ms per command, measured).
-_INSERT_EVENTS = (
+_INSERT_EVENT = (
     "INSERT INTO ledger_event (group_id, sequence, event_id, type, command_id, actor, "
-    "recorded_at, hash, document) VALUES "
+    "recorded_at, hash, document) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
-_EVENT_ROW = "(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-_ROWS_PER_INSERT = 100  # 900 parameters: under every SQLite build's limit
 
 
 @dataclass
@@ -49,31 +50,37 @@ class Head:
 
 def lock_head(group_id: str) -> Head | None:
     """Lock the head row of ``group_id`` (``None`` if the group does not exist)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT head_sequence, head_hash, clock_timestamp() FROM ledger_grouplog "
-                "WHERE group_id = %s FOR UPDATE",
-                [group_id],
-            )
-            row = cursor.fetchone()
-            if row is None:
-                return None
-            return Head(group_id, row[0], row[1], row[2])
-        # SQLite: the IMMEDIATE transaction already holds the database's write lock.
-        cursor.execute(
-            "SELECT head_sequence, head_hash FROM ledger_grouplog WHERE group_id = %s", [group_id]
-        )
-        row = cursor.fetchone()
-    if row is None:
+    return run_one(lock_read(group_id))
+
+
+def lock_read(group_id: str) -> Read[Head | None]:
+    """The statement that locks the head row of ``group_id``, to run first among the reads
+    sent with it (``reads.run_together``): the server runs them in order, so each read after
+    it sees the group as the lock holder does."""
+    if current().vendor == "postgresql":
+        return Read(_LOCK, [group_id], partial(_locked, group_id, None))
+    # SQLite: the IMMEDIATE transaction already holds the database's write lock.
+    return Read(_READ_HEAD, [group_id], partial(_locked, group_id, timezone.now()))
+
+
+_LOCK = (
+    "SELECT head_sequence, head_hash, clock_timestamp() FROM ledger_grouplog "
+    "WHERE group_id = %s FOR UPDATE"
+)
+_READ_HEAD = "SELECT head_sequence, head_hash FROM ledger_grouplog WHERE group_id = %s"
+
+
+def _locked(group_id: str, now: datetime | None, rows: list[tuple[Any, ...]]) -> Head | None:
+    if not rows:
         return None
-    return Head(group_id, row[0], row[1], timezone.now())
+    row = rows[0]
+    return Head(group_id, row[0], row[1], row[2] if now is None else now)
 
 
 def authority_now() -> datetime:
     """The authority clock: the database's, as ``lock_head`` reads it under the lock."""
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute("SELECT clock_timestamp()")
             return cursor.fetchone()[0]
     return timezone.now()
@@ -104,10 +111,13 @@ def committed_head(group_id: str) -> int | None:
     )
 
 
-def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: str) -> list[Fact]:
-    """Give ``new_events`` their sequence, time and hash; insert them; advance ``head``."""
+def seal(
+    head: Head, new_events: list[NewEvent], *, command_id: str, actor: str
+) -> tuple[list[Fact], list[tuple[Any, ...]]]:
+    """Give ``new_events`` their sequence, time and hash and advance ``head`` in memory:
+    the facts to project and the rows to insert (``insert_events``), nothing written yet."""
     recorded_at = format_timestamp(head.now)
-    recorded_at_db = connection.ops.adapt_datetimefield_value(head.now)
+    recorded_at_db = current().ops.adapt_datetimefield_value(head.now)
     facts: list[Fact] = []
     rows: list[tuple[Any, ...]] = []
     for new in new_events:
@@ -142,21 +152,21 @@ def append(head: Head, new_events: list[NewEvent], *, command_id: str, actor: st
         )
         head.sequence, head.hash = sequence, document["hash"]
         head.appended.append(document)
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), _ROWS_PER_INSERT):
-            chunk = rows[start : start + _ROWS_PER_INSERT]
-            cursor.execute(
-                _INSERT_EVENTS + ", ".join([_EVENT_ROW] * len(chunk)),
-                [value for row in chunk for value in row],
-            )
-    return facts
+    return facts, rows
+
+
+def insert_events(rows: list[tuple[Any, ...]]) -> None:
+    """Insert the rows ``seal`` made: one ``executemany`` (pipelined by psycopg)."""
+    if rows:
+        with hot_cursor() as cursor:
+            cursor.executemany(_INSERT_EVENT, rows)
 
 
 def save_head(head: Head) -> None:
     """Persist the advanced head (once per transaction, however many commands it held)."""
     if head.sequence == head.start_sequence:
         return
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(
             "UPDATE ledger_grouplog SET head_sequence = %s, head_hash = %s WHERE group_id = %s",
             [head.sequence, head.hash, head.group_id],

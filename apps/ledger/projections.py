@@ -13,6 +13,7 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -20,7 +21,8 @@ from django.db import models
 
 from missionweave.protocol.facts import StateKey
 
-from .statements import rows_by_ident, statements_for
+from .reads import Read, Row, run_together
+from .statements import instances_from_rows, statements_for
 
 
 @dataclass(frozen=True)
@@ -73,19 +75,42 @@ class ProjectionJSONDecoder(json.JSONDecoder):
 
 def load_view(group_id: str, keys: Iterable[StateKey]) -> dict[StateKey, Any]:
     """The aggregates at ``keys`` (``None`` where none exists): one query per kind, compiled
-    once per model (``statements``)."""
+    once per model (``statements``), all sent together (``reads``)."""
+    view: dict[StateKey, Any] = {}
+    for answer in run_together(view_reads(group_id, keys)):
+        view.update(answer)
+    return view
+
+
+def view_reads(group_id: str, keys: Iterable[StateKey]) -> list[Read[dict[StateKey, Any]]]:
+    """The reads of the aggregates at ``keys``, one per kind, each answering its keys
+    (``None`` where none exists)."""
     by_kind: dict[str, set[str]] = defaultdict(set)
     for kind, ident in keys:
         by_kind[kind].add(ident)
-    view: dict[StateKey, Any] = {}
+    reads = []
     for kind, idents in by_kind.items():
         projection = _PROJECTIONS[kind]
         statements = statements_for(projection.model, projection.id_field)
-        rows = rows_by_ident(statements, group_id, idents)
-        found = {ident: projection.to_state(row) for ident, row in rows.items()}
-        for ident in idents:
-            view[(kind, ident)] = found.get(ident)
-    return view
+        wanted = sorted(idents)
+        reads.append(
+            Read(
+                statements.load_sql(wanted),
+                [group_id, *wanted],
+                partial(_aggregates, kind, projection, wanted),
+            )
+        )
+    return reads
+
+
+def _aggregates(
+    kind: str, projection: ModelProjection, idents: list[str], rows: list[Row]
+) -> dict[StateKey, Any]:
+    found = {
+        getattr(row, projection.id_field): projection.to_state(row)
+        for row in instances_from_rows(projection.model, rows)
+    }
+    return {(kind, ident): found.get(ident) for ident in idents}
 
 
 def owned_ids(group_id: str, kind: str, owner: str, states: Collection[str]) -> tuple[str, ...]:
@@ -107,18 +132,23 @@ def save_aggregates(
     """Write the aggregates at ``keys`` from ``state`` to their projection rows.
 
     ``existing`` names the keys that already have a row (the write path knows: it loaded
-    them under the group lock), so each aggregate costs one statement, not an update that
-    finds nothing followed by an insert; the statements are compiled once (``statements``).
+    them under the group lock), so no update is sent that finds nothing before an insert.
+    The rows of each kind are written with one ``executemany`` for the new and one for the
+    changed, compiled once (``statements``): a batch of commands writes its projections in
+    bulk, not a statement per aggregate.
     """
+    creates: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    updates: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for key in keys:
         kind, ident = key
+        target = updates if key in existing else creates
+        target[kind].append((ident, _PROJECTIONS[kind].to_fields(state[key])))
+    for kind, rows in creates.items():
         projection = _PROJECTIONS[kind]
-        fields = projection.to_fields(state[key])
-        statements = statements_for(projection.model, projection.id_field)
-        if key in existing:
-            statements.update(group_id, ident, fields)
-        else:
-            statements.create(group_id, ident, fields)
+        statements_for(projection.model, projection.id_field).create_many(group_id, rows)
+    for kind, rows in updates.items():
+        projection = _PROJECTIONS[kind]
+        statements_for(projection.model, projection.id_field).update_many(group_id, rows)
 
 
 def bulk_replace(group_id: str, state: Mapping[StateKey, Any]) -> None:

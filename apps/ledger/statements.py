@@ -19,9 +19,37 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.db import connection, models
+import psycopg
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 Converter = Callable[[Any, Any, Any], Any]
+
+
+def current() -> BaseDatabaseWrapper:
+    """This thread's connection itself. Django's ``connection`` is a proxy that looks the
+    thread's connection up on each attribute (a context-local read, a few microseconds):
+    the write path touches it dozens of times a command, so it looks it up once a step."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def hot_cursor() -> CursorWrapper:
+    """A cursor of Django's connection for the write path's fixed statements.
+
+    On PostgreSQL it binds parameters on the server (``psycopg.Cursor``), where Django's
+    default client-side cursor quotes each value into the SQL text in Python: the text
+    stays the same from one command to the next, so psycopg prepares it after a few runs
+    and the server parses and plans it once per connection. It is wrapped as Django wraps
+    its own cursors (same transaction, execute wrappers, query log, error translation).
+    Elsewhere it is Django's cursor.
+    """
+    db = current()
+    if db.vendor != "postgresql":
+        return db.cursor()
+    db.ensure_connection()
+    wrapper = CursorDebugWrapper if db.queries_logged else CursorWrapper
+    return wrapper(psycopg.Cursor(db.connection), db)
 
 
 @dataclass(frozen=True)
@@ -34,36 +62,52 @@ class ModelStatements:
     #: what an insert writes: every concrete field but an auto primary key
     insert_fields: tuple[models.Field[Any, Any], ...]
 
-    def load(self, group_id: str, idents: Collection[str]) -> list[models.Model]:
-        """The rows of ``idents`` in ``group_id`` as model instances (``Model.from_db``)."""
-        with connection.cursor() as cursor:
-            cursor.execute(self.select.format(_placeholders(len(idents))), [group_id, *idents])
-            rows = cursor.fetchall()
-        return instances_from_rows(self.model, rows)
+    def load_sql(self, idents: Collection[str]) -> str:
+        """The SELECT of the rows of ``idents`` (parameters: the group, then ``idents``);
+        ``instances_from_rows`` reads its rows."""
+        return self.select.format(_placeholders(len(idents)))
 
-    def create(self, group_id: str, ident: str, fields: Mapping[str, Any]) -> None:
-        """Insert the row the ORM's ``create(group_id=…, <id_field>=…, **fields)`` would."""
-        self.insert_instance(self.model(group_id=group_id, **{self.id_field: ident}, **fields))
+    def create_many(self, group_id: str, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Insert, for each ``(ident, fields)``, the row the ORM's
+        ``create(group_id=…, <id_field>=ident, **fields)`` would: one ``executemany``."""
+        self.insert_instances(
+            [self.model(group_id=group_id, **{self.id_field: i}, **f) for i, f in rows]
+        )
 
-    def insert_instance(self, instance: models.Model) -> None:
-        """Insert ``instance`` as ``save()`` would (defaults, ``pre_save``, JSON adapters),
-        without setting its primary key."""
+    def insert_instances(self, instances: Sequence[models.Model]) -> None:
+        """Insert ``instances`` as ``save()`` would (defaults, ``pre_save``, JSON adapters),
+        without setting their primary keys: one ``executemany``, which psycopg pipelines."""
+        if not instances:
+            return
+        db = current()
         values = [
-            field.get_db_prep_save(field.pre_save(instance, True), connection)
-            for field in self.insert_fields
+            [
+                field.get_db_prep_save(field.pre_save(instance, True), db)
+                for field in self.insert_fields
+            ]
+            for instance in instances
         ]
-        with connection.cursor() as cursor:
-            cursor.execute(self.insert, values)
+        with hot_cursor() as cursor:
+            cursor.executemany(self.insert, values)
 
-    def update(self, group_id: str, ident: str, fields: Mapping[str, Any]) -> None:
-        """``filter(group_id=…, <id_field>=…).update(**fields)``."""
-        sql, targets = _update(self.model, self.id_field, tuple(fields), connection.vendor)
-        values = [
-            field.get_db_prep_save(fields[name], connection)
-            for name, field in zip(fields, targets, strict=True)
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*values, group_id, ident])
+    def update_many(self, group_id: str, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """``filter(group_id=…, <id_field>=ident).update(**fields)`` for each
+        ``(ident, fields)``: one ``executemany`` per set of column names (a projection's
+        ``to_fields`` always gives the same)."""
+        by_names: dict[tuple[str, ...], list[list[Any]]] = {}
+        db = current()
+        for ident, fields in rows:
+            names = tuple(fields)
+            _sql, targets = _update(self.model, self.id_field, names, db.vendor)
+            values = [
+                field.get_db_prep_save(fields[name], db)
+                for name, field in zip(names, targets, strict=True)
+            ]
+            by_names.setdefault(names, []).append([*values, group_id, ident])
+        with hot_cursor() as cursor:
+            for names, params in by_names.items():
+                sql, _targets = _update(self.model, self.id_field, names, db.vendor)
+                cursor.executemany(sql, params)
 
 
 @cache
@@ -89,9 +133,11 @@ def _placeholders(count: int) -> str:
     return ", ".join(["%s"] * count)
 
 
-def _convert(value: Any, converters: tuple[tuple[Converter, Any], ...]) -> Any:
+def _convert(
+    value: Any, converters: tuple[tuple[Converter, Any], ...], db: BaseDatabaseWrapper
+) -> Any:
     for converter, expression in converters:
-        value = converter(value, expression, connection)
+        value = converter(value, expression, db)
     return value
 
 
@@ -115,7 +161,7 @@ def _concrete(model: type[models.Model]) -> tuple[models.Field[Any, Any], ...]:
 
 
 def statements_for(model: type[models.Model], id_field: str) -> ModelStatements:
-    return _statements(model, id_field, connection.vendor)
+    return _statements(model, id_field, current().vendor)
 
 
 @cache
@@ -142,28 +188,20 @@ def columns_of(model: type[models.Model], alias: str) -> str:
 def instances_from_rows(model: type[models.Model], rows: Iterable[Sequence[Any]]) -> list[Any]:
     """Model instances from rows that begin with every concrete column (``columns_of``),
     converted as the ORM converts them; extra trailing values are ignored."""
-    converters = _converters(model, connection.vendor)
+    db = current()
+    converters = _converters(model, db.vendor)
     names = [field.attname for field in _concrete(model)]
     instances = []
     for row in rows:
         values = [
-            _convert(value, field_converters)
+            _convert(value, field_converters, db)
             for value, field_converters in zip(row, converters, strict=False)
         ]
-        instances.append(model.from_db(connection.alias, names, values))
+        instances.append(model.from_db(db.alias, names, values))
     return instances
 
 
-def insert_row(model: type[models.Model], **values: Any) -> None:
-    """``model.objects.create(**values)`` through the compiled INSERT (the primary key of
-    the new row is not read back)."""
-    statements_for(model, model._meta.pk.name).insert_instance(model(**values))
-
-
-def rows_by_ident(
-    statements: ModelStatements, group_id: str, idents: Iterable[str]
-) -> dict[str, models.Model]:
-    wanted = sorted(set(idents))
-    if not wanted:
-        return {}
-    return {getattr(row, statements.id_field): row for row in statements.load(group_id, wanted)}
+def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) -> None:
+    """``model.objects.create(**values)`` for each of ``rows`` through the compiled INSERT,
+    in one ``executemany`` (the primary keys of the new rows are not read back)."""
+    statements_for(model, model._meta.pk.name).insert_instances([model(**row) for row in rows])

@@ -45,12 +45,11 @@ from missionweave.protocol.facts import Command, Decision, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY, is_agent, user_principal, username_of
 from missionweave.protocol.memberships import current_epoch, membership_key
 
-from . import agents, artifacts, capabilities, metrics, outbox, reactions, records, signatures
+from . import agents, artifacts, capabilities, metrics, outbox, reactions, signatures
 from . import head as heads
 from .broadcast import announce_head
-from .models import CommandRecord
-from .projections import load_view, owned_ids, save_aggregates
-from .statements import insert_row
+from .projections import load_view
+from .stage import Plan, Stage, lock_and_read
 
 logger = logging.getLogger(__name__)
 CallerKind = Literal["agent", "user", "authority"]
@@ -102,6 +101,8 @@ class Outcome:
 class Verified:
     envelope: Envelope
     spec: CommandSpec
+    #: an agent's: the key texts its signature was checked against (``agents``)
+    key_texts: tuple[str, ...] = ()
 
 
 def submit_command(
@@ -264,10 +265,10 @@ def _authority_command(
 
 def _run(group_id: str, verified: Verified, caller: Caller) -> Outcome:
     with transaction.atomic():
-        head = heads.lock_existing_head(group_id)
-        outcome = _apply(head, verified, caller)
+        head, stage = lock_and_read(group_id, _plan([verified], caller), head=None)
+        outcome = _apply(head, stage, verified, caller)
+        stage.flush(head)
         outbox.enqueue(group_id, verified.envelope.id, outcome.follow_ups, run=run_follow_up)
-        heads.save_head(head)
     _announce_on_commit(head)
     return outcome
 
@@ -301,10 +302,9 @@ def submit_batch(
     metrics.BATCH_SIZE.observe(len(documents))
     with metrics.timed(metrics.BATCH):
         results: list[Outcome | ProtocolError | Verified] = []
-        keys: dict[str, list[Any]] = {}  # one request, one caller: its keys are read once
         for document in documents:
             try:
-                results.append(verify(group_id, document, caller, admin=False, keys=keys))
+                results.append(verify(group_id, document, caller, admin=False))
             except ProtocolError as refusal:
                 results.append(refusal)
         try:
@@ -323,44 +323,68 @@ def _run_batch(
     *,
     head: heads.Head | None = None,
 ) -> list[Outcome | ProtocolError]:
-    """Apply the verified items of ``results`` in order under one lock, each in a savepoint.
+    """Judge the verified items of ``results`` in order under one lock, then write what
+    the accepted ones decided in bulk (``Stage``): a refused item stages nothing, so it
+    leaves no trace and does not stop the ones after it (issue 15 §2).
 
     ``head`` is the group's head when the caller's transaction already locked it."""
-    if not any(isinstance(item, Verified) for item in results):
+    verified = [item for item in results if isinstance(item, Verified)]
+    if not verified:
         return results  # type: ignore[return-value]
     with transaction.atomic():
-        head = head or heads.lock_existing_head(group_id)
+        head, stage = lock_and_read(group_id, _plan(verified, caller), head=head)
         for index, item in enumerate(results):
             if not isinstance(item, Verified):
                 continue
             mark = (head.sequence, head.hash, len(head.appended))
             try:
-                with transaction.atomic():
-                    results[index] = outcome = _apply(head, item, caller)
-                    outbox.enqueue(
-                        group_id, item.envelope.id, outcome.follow_ups, run=run_follow_up
-                    )
+                results[index] = outcome = _apply(head, stage, item, caller)
             except ProtocolError as refusal:
                 head.sequence, head.hash = mark[0], mark[1]
                 del head.appended[mark[2] :]
                 results[index] = refusal
-        heads.save_head(head)
+                continue
+            outbox.enqueue(group_id, item.envelope.id, outcome.follow_ups, run=run_follow_up)
+        stage.flush(head)
     _announce_on_commit(head)
     return results  # type: ignore[return-value]
 
 
-def verify(
-    group_id: str,
-    document: object,
-    caller: Caller,
-    *,
-    admin: bool,
-    keys: dict[str, list[Any]] | None = None,
-) -> Verified:
+def _plan(items: list[Verified], caller: Caller) -> Plan:
+    """What a run of commands will ask for by key, read with the lock in one round trip
+    instead of a round trip each: their idempotency records, their senders' standing and
+    memberships, and the aggregates their types name before reading anything (``spec.keys``
+    of an empty view). It is a guess made before the lock; anything it misses is read when
+    asked, and a body its own judging will refuse names nothing here."""
+    now = timezone.now()
+    agent_ids: set[str] = set()
+    keys: set[Any] = set()
+    for item in items:
+        envelope, spec = item.envelope, item.spec
+        if envelope.actor_kind == "agent":
+            agent_ids.add(envelope.actor_name)
+        if caller.kind != "authority":
+            keys.add(membership_key(envelope.actor))
+        try:
+            spec.validate(envelope.body)
+        except ProtocolError:
+            continue
+        group_id = envelope.group
+        command = command_of(envelope, group_id, roles=frozenset(), now=now, head_sequence=0)
+        keys |= {key for key in spec.keys(command, {}) if key[0] not in _OUTSIDE_THE_LOG}
+    return Plan(
+        records=frozenset((item.envelope.actor, item.envelope.id) for item in items),
+        agents=frozenset(agent_ids),
+        keys=frozenset(keys),
+    )
+
+
+def verify(group_id: str, document: object, caller: Caller, *, admin: bool) -> Verified:
     """wire.md §3 steps 2–4: everything that needs no lock.
 
-    ``keys`` memoises each agent's current public keys across the items of one batch; a key
-    revoked while that one request is being verified does not matter.
+    An agent's signature is checked against its keys as this process last read them
+    (``agents.keys_for_signature``), read again when they refuse it; ``_apply`` confirms
+    them under the group lock before anything else.
     """
     known = ADMIN_COMMAND_TYPES if admin else PUBLIC_COMMAND_TYPES
     envelope = parse_envelope(
@@ -373,27 +397,47 @@ def verify(
             f"the token authenticates {caller.principal}, not {envelope.actor}",
             requirement="wire§3",
         )
+    key_texts: tuple[str, ...] = ()
     if envelope.actor_kind == "agent":
-        agent_id = envelope.actor_name
-        current_keys = agents.directory().current_keys
-        if keys is None:
-            check_signature(envelope, current_keys(agent_id))
-        else:
-            if agent_id not in keys:
-                keys[agent_id] = current_keys(agent_id)
-            check_signature(envelope, keys[agent_id])
+        key_texts = _checked_signature(envelope)
     check_clock_skew(envelope.issued_at, timezone.now())
-    return Verified(envelope, spec)
+    return Verified(envelope, spec, key_texts)
 
 
-def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
-    """wire.md §3 steps 5–9, then decide, append, project and record — under the head lock."""
+def _checked_signature(envelope: Envelope) -> tuple[str, ...]:
+    """wire.md §3 step 3 against the cached keys of the agent, then, if they refuse it,
+    against its keys read now (one added since): the keys that verified it."""
+    agent_id = envelope.actor_name
+    keys = agents.keys_for_signature(agent_id)
+    try:
+        check_signature(envelope, agents.parsed(keys))
+    except ProtocolError:
+        fresh = agents.keys_for_signature(agent_id, fresh=True)
+        if fresh == keys:
+            raise
+        check_signature(envelope, agents.parsed(fresh))
+        keys = fresh
+    return keys
+
+
+def _apply(head: heads.Head, stage: Stage, verified: Verified, caller: Caller) -> Outcome:
+    """wire.md §3 steps 5–9, then decide, append, project and record — under the head lock,
+    into ``stage``, which the caller flushes once its run of commands is judged."""
     envelope = verified.envelope
     group_id = head.group_id
+    standing = None
+    if envelope.actor_kind == "agent":
+        # 3, confirmed: the keys the signature was checked against are still the agent's
+        # under the lock; when they are not, it is checked against the current ones
+        standing = stage.standing(envelope.actor_name)
+        current_keys = standing.keys if standing is not None else ()
+        if current_keys != verified.key_texts:
+            agents.remember_keys(envelope.actor_name, current_keys)
+            check_signature(envelope, agents.parsed(current_keys))
 
     # 5. idempotency: same id from the same actor in this group (a unique constraint: at most
     # one row)
-    record = records.recorded(group_id, envelope.actor, envelope.id)
+    record = stage.recorded(envelope.actor, envelope.id)
     if record is not None:
         if record.content_digest != envelope.content_digest:
             raise ProtocolError(
@@ -408,7 +452,7 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
     # so a command racing a session replacement either lands before its lease revocation
     # visits this group or is refused here (R11.3-10)
     if envelope.actor_kind == "agent":
-        current = agents.directory().session_epoch(envelope.actor_name)
+        current = standing.session_epoch if standing is not None else None
         if envelope.session_epoch != caller.session_epoch or current != caller.session_epoch:
             raise ProtocolError(
                 ErrorCode.STALE_SESSION,
@@ -417,24 +461,26 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
                 details={"current_epoch": current},
             )
 
-    view, decision = judge(group_id, verified, caller, now=head.now, head_sequence=head.sequence)
+    view, decision = judge(
+        group_id, verified, caller, now=head.now, head_sequence=head.sequence, stage=stage
+    )
     decision = capabilities.minted(decision)  # R11.3-06: sign the decided tokens' claims
     decision = signatures.signed_events(decision)  # R13.1-03, R13.3-01: manifests, packages
 
-    facts = heads.append(head, decision.events, command_id=envelope.id, actor=envelope.actor)
+    facts, event_rows = heads.seal(
+        head, decision.events, command_id=envelope.id, actor=envelope.actor
+    )
     # An event may change an aggregate decide had no reason to read (a digest's first
     # citation in this group creates its ``artifact`` record): load those too, so a row
     # that exists is updated, never inserted twice.
     routed = [(fact, decider.routes(fact)) for fact in facts]
     unread = {key for _fact, keys in routed for key in keys} - view.keys()
     if unread:
-        view = {**view, **load_view(group_id, unread)}
+        view = {**view, **stage.view(unread)}
     state = dict(view)
     changed: set[Any] = set()
     for fact, keys in routed:
         changed.update(decider.apply(state, fact, keys))
-    existing = {key for key, aggregate in view.items() if aggregate is not None}
-    save_aggregates(group_id, state, changed, existing=existing)
 
     events = head.appended[len(head.appended) - len(facts) :]
     body = {
@@ -445,16 +491,20 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
         ],
         "result": decision.result,
     }
-    # The head lock serialises this insert; the unique constraint is the backstop.
-    insert_row(
-        CommandRecord,
-        group_id=group_id,
-        actor=envelope.actor,
-        command_id=envelope.id,
-        content_digest=envelope.content_digest,
-        status=decision.status,
-        response=body,
-        accepted_at=head.now,
+    # The head lock serialises the record's insert; the unique constraint is the backstop.
+    stage.accept(
+        state=state,
+        changed=changed,
+        event_rows=event_rows,
+        record={
+            "group_id": group_id,
+            "actor": envelope.actor,
+            "command_id": envelope.id,
+            "content_digest": envelope.content_digest,
+            "status": decision.status,
+            "response": body,
+            "accepted_at": head.now,
+        },
     )
     return Outcome(
         decision.status, body, replayed=False, events=events, follow_ups=decision.follow_ups
@@ -462,12 +512,22 @@ def _apply(head: heads.Head, verified: Verified, caller: Caller) -> Outcome:
 
 
 def judge(
-    group_id: str, verified: Verified, caller: Caller, *, now: datetime, head_sequence: int
+    group_id: str,
+    verified: Verified,
+    caller: Caller,
+    *,
+    now: datetime,
+    head_sequence: int,
+    stage: Stage | None = None,
 ) -> tuple[dict[Any, Any], Decision]:
     """wire.md §3 steps 7–9, then ``decide``: the aggregates read and the decision, or the
     ``ProtocolError`` that refuses the command. Reads only, so it is the same question whether
     the write path asks it under the head lock or a screen asks it without (``preview``).
+
+    It reads through ``stage``: under the lock, the run's stage, which answers what earlier
+    commands of the run changed; without one, a fresh stage reads the database.
     """
+    stage = stage or Stage(group_id)
     envelope, spec = verified.envelope, verified.spec
     # 7–8. membership, role, membership epoch
     roles: frozenset[str] = frozenset()
@@ -476,7 +536,7 @@ def judge(
             raise ProtocolError(ErrorCode.FORBIDDEN, "admins only", requirement="wire§4")
     elif caller.kind != "authority":
         actor_key = membership_key(envelope.actor)
-        membership = load_view(group_id, [actor_key])[actor_key]
+        membership = stage.view([actor_key])[actor_key]
         authorize(
             spec, membership, actor=envelope.actor, membership_epoch=envelope.membership_epoch
         )
@@ -488,7 +548,7 @@ def judge(
         actor = envelope.actor if caller.kind != "authority" else None
         _require_groups(spec, envelope.body, group_id=group_id, actor=actor)
     command = command_of(envelope, group_id, roles=roles, now=now, head_sequence=head_sequence)
-    view = _load_what_decide_reads(spec, command)
+    view = _load_what_decide_reads(spec, command, stage)
     return view, decider.decide(view, command)
 
 
@@ -516,7 +576,7 @@ def command_of(
     )
 
 
-def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, Any]:
+def _load_what_decide_reads(spec: CommandSpec, command: Command, stage: Stage) -> dict[Any, Any]:
     """Load the aggregates ``spec.keys`` names, again while loading them reveals more (a
     WorkItem's dependencies, a mission's WorkItems, a budget's ancestry one level a round)."""
     view: dict[Any, Any] = {}
@@ -524,7 +584,7 @@ def _load_what_decide_reads(spec: CommandSpec, command: Command) -> dict[Any, An
         missing = spec.keys(command, view) - view.keys()
         if not missing:
             break
-        view.update(_load_keys(command, missing))
+        view.update(_load_keys(command, missing, stage))
     return view
 
 
@@ -534,13 +594,13 @@ _OUTSIDE_THE_LOG = ("stored_artifact", "artifact_bytes", "agent_card", "agent_ke
 _FENCED_STATES = (states.QUEUED, states.ACTIVE)
 
 
-def _load_keys(command: Command, keys: set[Any]) -> dict[Any, Any]:
+def _load_keys(command: Command, keys: set[Any], stage: Stage) -> dict[Any, Any]:
     """The projections at ``keys``, plus what the store and the registry say, which no log
     records: the artifacts the sender may name (wire.md §9), the verified bytes of outputs
     with a schema (R13.2-03), an agent's current card version and keys (R13.1-03), the
     WorkItems a member owns, which a revocation fences (wire.md §4)."""
     outside = {key for key in keys if key[0] in _OUTSIDE_THE_LOG}
-    view = load_view(command.group, keys - outside)
+    view = stage.view(keys - outside)
     digests = [ident for kind, ident in outside if kind == "stored_artifact"]
     if digests:
         nameable = artifacts.directory().nameable(command.group, command.actor, digests)
@@ -551,7 +611,7 @@ def _load_keys(command: Command, keys: set[Any]) -> dict[Any, Any]:
         elif kind == "agent_card":
             view[(kind, ident)] = agents.directory().card_version(ident)
         elif kind == "owned_items":  # a query of the WorkItem projection, not an aggregate
-            view[(kind, ident)] = owned_ids(command.group, "work_item", ident, _FENCED_STATES)
+            view[(kind, ident)] = stage.owned("work_item", ident, _FENCED_STATES)
         elif kind == "agent_keys":
             agent_id = ident.removeprefix("agent:")
             view[(kind, ident)] = (

@@ -16,11 +16,14 @@ class RegistryConfig(AppConfig):
         # The ledger verifies and projects with these but sits below this app, so the app
         # hands them in rather than the ledger importing registry models.
         register_projection("membership", self.get_model("Membership").projection)
+        from .models import parsed_key  # noqa: PLC0415 (models load after the app registry)
+
         agent, key = self.get_model("Agent"), self.get_model("AgentKey")
         agents.install(
             agents.AgentDirectory(
-                current_keys=key.current_keys,
-                session_epoch=agent.current_session_epoch,
+                current_key_texts=key.current_key_texts,
+                parse_key=parsed_key,
+                standing_read=agent.standing_read,
                 card_version=agent.current_card_version,
             )
         )

@@ -9,9 +9,12 @@ from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
-from django.db import connection, models
+from django.db import models
 
+from apps.ledger.agents import Standing
 from apps.ledger.projections import ModelProjection
+from apps.ledger.reads import Read
+from apps.ledger.statements import hot_cursor
 from missionweave.protocol.identifiers import agent_principal, is_agent
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.signing import parse_public_key
@@ -54,15 +57,11 @@ class Agent(models.Model):
         return agent_principal(self.id)
 
     @classmethod
-    def current_session_epoch(cls, agent_id: str) -> int | None:
-        """The epoch of the agent's one valid session (``None``: no such agent).
-
-        Read by every agent command under the group lock (R11.3-10): one fixed statement,
-        not a queryset compiled each time (docs/benchmarks.md, "Where the time goes")."""
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT session_epoch FROM registry_agent WHERE id = %s", [agent_id])
-            row = cursor.fetchone()
-        return None if row is None else int(row[0])
+    def standing_read(cls, agent_id: str) -> Read[Standing | None]:
+        """The read of the agent's session epoch and unrevoked keys, which every agent
+        command makes under the group lock (R11.3-10; ``apps.ledger.agents``): one fixed
+        statement, sent with the command's other reads."""
+        return Read(_STANDING, [agent_id], _standing)
 
     @classmethod
     def current_card_version(cls, principal: str) -> str | None:
@@ -110,20 +109,38 @@ class AgentKey(models.Model):
         return f"{self.agent_id}:{self.public_key[:8]}…"
 
     @classmethod
-    def current_keys(cls, agent_id: str) -> list[Ed25519PublicKey]:
-        """The keys a signature of the agent may verify under: those not revoked."""
-        with connection.cursor() as cursor:  # every agent command: a fixed statement
+    def current_key_texts(cls, agent_id: str) -> tuple[str, ...]:
+        """The text of each key a signature of the agent may verify under (those not
+        revoked), oldest first."""
+        with hot_cursor() as cursor:  # a fixed statement, read when the cache has none
             cursor.execute(
                 "SELECT public_key FROM registry_agentkey "
                 "WHERE agent_id = %s AND revoked_at IS NULL ORDER BY id",
                 [agent_id],
             )
-            texts = [text for (text,) in cursor.fetchall()]
-        return [_parsed_key(text) for text in texts]
+            return tuple(text for (text,) in cursor.fetchall())
+
+    @classmethod
+    def current_keys(cls, agent_id: str) -> list[Ed25519PublicKey]:
+        """The keys a signature of the agent may verify under: those not revoked."""
+        return [parsed_key(text) for text in cls.current_key_texts(agent_id)]
+
+
+_STANDING = (
+    "SELECT a.session_epoch, k.public_key FROM registry_agent a "
+    "LEFT JOIN registry_agentkey k ON k.agent_id = a.id AND k.revoked_at IS NULL "
+    "WHERE a.id = %s ORDER BY k.id"
+)
+
+
+def _standing(rows: list[tuple[Any, ...]]) -> Standing | None:
+    if not rows:
+        return None
+    return Standing(int(rows[0][0]), tuple(key for _epoch, key in rows if key is not None))
 
 
 @lru_cache(maxsize=4096)
-def _parsed_key(text: str) -> Ed25519PublicKey:
+def parsed_key(text: str) -> Ed25519PublicKey:
     """A public key's text parsed once per process (its bytes never change)."""
     return parse_public_key(text)
 

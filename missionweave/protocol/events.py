@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import rfc8785
-
-from .canonical import ZERO_HASH, digest, sha256_digest, without
+from .canonical import ZERO_HASH, canonical_bytes, digest, sha256_digest, without
 
 EVENT_FIELDS = (
     "event_id", "group", "sequence", "type", "command_id", "actor", "recorded_at", "payload",
@@ -29,10 +27,10 @@ def sealed(event: dict[str, Any]) -> tuple[str, bytes]:
     it) share every member's bytes, and the payload — most of the work — is encoded once
     instead of twice on the write path's append."""
     members = {
-        name: rfc8785.dumps(name) + b":" + rfc8785.dumps(value) for name, value in event.items()
+        name: canonical_bytes(name) + b":" + canonical_bytes(value) for name, value in event.items()
     }
     hash_ = sha256_digest(_object(members))
-    members["hash"] = rfc8785.dumps("hash") + b":" + rfc8785.dumps(hash_)
+    members["hash"] = b'"hash":"' + hash_.encode("ascii") + b'"'
     return hash_, _object(members)
 
 

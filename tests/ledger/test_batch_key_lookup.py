@@ -1,15 +1,20 @@
-"""A batch is one request by one caller: the actor's keys are read once for all its items."""
+"""An agent's keys: cached per process for the signature check, confirmed under the group
+lock by the one statement that reads the session epoch (issue 15 §1), never trusted stale."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from apps.ledger.write_path import Outcome, submit_batch
+from apps.ledger import agents
+from apps.ledger.models import Event
+from apps.ledger.write_path import Outcome, submit_batch, submit_command
+from apps.registry.models import AgentKey
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.signing import generate_private_key
+from missionweave.protocol.signing import generate_private_key, public_key_text
 from tests.factories import World, mission_body
 
 
@@ -17,9 +22,16 @@ def _key_lookups(captured: CaptureQueriesContext) -> int:
     return sum("registry_agentkey" in query["sql"] for query in captured.captured_queries)
 
 
+def _submit(world: World, mission: str) -> Outcome:
+    document = world.w1.command(world.group, "mission.create", mission_body(mission))
+    return submit_command(group_id=world.group, document=document, caller=world.w1.caller)
+
+
 @pytest.mark.django_db
 def test_a_batch_of_signed_commands_reads_the_actors_keys_once(world: World) -> None:
-    """wire§4 batch, wire§3 step 3: every item is verified, with one key lookup per batch."""
+    """wire§4 batch, wire§3 step 3: every item is verified, with one key lookup per batch
+    once the process knows the agent's keys: the one under the lock."""
+    _submit(world, "m-keys-warm")
     documents = [
         world.w1.command(world.group, "mission.create", mission_body(f"m-keys-{n}"))
         for n in range(5)
@@ -30,6 +42,38 @@ def test_a_batch_of_signed_commands_reads_the_actors_keys_once(world: World) -> 
 
     assert all(isinstance(result, Outcome) and result.status == 201 for result in results)
     assert _key_lookups(captured) == 1
+
+
+@pytest.mark.django_db
+def test_a_key_revoked_after_the_process_cached_it_is_refused(world: World) -> None:
+    """wire§3 step 3, issue 15 §1: the cached keys accept the signature before the lock;
+    the keys read under the lock no longer hold it, so the command is refused, appends
+    nothing, and the cache forgets the revoked key."""
+    _submit(world, "m-cached")
+    AgentKey.objects.filter(agent_id=world.w1.id).update(revoked_at=timezone.now())
+    before = Event.objects.filter(group_id=world.group).count()
+
+    with pytest.raises(ProtocolError) as refused:
+        _submit(world, "m-after-revocation")
+
+    assert refused.value.code is ErrorCode.INVALID_SIGNATURE
+    assert Event.objects.filter(group_id=world.group).count() == before
+    assert agents.keys_for_signature(world.w1.id) == ()
+
+
+@pytest.mark.django_db
+def test_a_key_added_after_the_process_cached_the_others_verifies(world: World) -> None:
+    """wire§3 step 3: a signature the cached keys refuse is checked again against the keys
+    read now, so a key added since (a rotation) is accepted at once."""
+    _submit(world, "m-old-key")
+    new_key = generate_private_key()
+    AgentKey.objects.create(agent_id=world.w1.id, public_key=public_key_text(new_key.public_key()))
+    document = world.w1.command(world.group, "mission.create", mission_body("m-new-key"))
+    resigned = signed_envelope(new_key, {k: v for k, v in document.items() if k != "signature"})
+
+    outcome = submit_command(group_id=world.group, document=resigned, caller=world.w1.caller)
+
+    assert outcome.status == 201
 
 
 @pytest.mark.django_db

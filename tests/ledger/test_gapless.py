@@ -21,7 +21,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.ledger import head as heads
-from apps.ledger import write_path
+from apps.ledger import projections
 from apps.ledger.models import CommandRecord, Event
 from apps.ledger.projections import save_aggregates as real_save_aggregates
 from apps.ledger.write_path import submit_command
@@ -102,7 +102,7 @@ def test_concurrent_commands_leave_gapless_chained_logs_with_only_accepted_comma
             factories.grant(alice, group_id, persona, "coordinator")
         persona.open_session()
 
-    monkeypatch.setattr(write_path, "save_aggregates", _explode_in_projection)
+    monkeypatch.setattr(projections, "save_aggregates", _explode_in_projection)
     monkeypatch.setattr(heads, "save_head", _explode_in_head(heads.save_head))
 
     def work(thread: int) -> Tally:

@@ -6,6 +6,9 @@ import hashlib
 import json
 
 import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from missionweave.protocol import strictjson
 from missionweave.protocol.canonical import (
@@ -135,3 +138,70 @@ def test_without_removes_only_the_named_keys_and_leaves_the_original_alone() -> 
     document = {"a": 1, "signature": "x", "hash": "y"}
     assert without(document, "signature") == {"a": 1, "hash": "y"}
     assert document == {"a": 1, "signature": "x", "hash": "y"}
+
+
+# --- the encoder fast path is the package, byte for byte (issue 15 §1) -------------------------
+
+_names = st.one_of(
+    st.text(max_size=6),
+    st.text(alphabet=st.characters(min_codepoint=0xE000, max_codepoint=0x1F64F), max_size=3),
+    st.sampled_from(["", "a", "\ufb33", "\U0001f600", "\u20ac", "\x00", '"', "\\"]),
+)
+_floats = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([5.0, -0.0, 1e-4, 9.99e-5, 1e16, 9999999999999998.0, 1e21, 1e-7, 0.1]),
+)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53) - 2, max_value=2**53 + 2),
+    _floats,
+    st.text(),  # lone surrogates included: both refuse them
+)
+_json_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.tuples(inner, inner),
+        st.dictionaries(_names, inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+def _package_or_refusal(value: object) -> bytes | type[Exception]:
+    try:
+        return rfc8785.dumps(value)
+    except ValueError as refusal:  # the package's errors, or a surrogate name's codec error
+        return type(refusal)
+
+
+def _ours_or_refusal(value: object) -> bytes | type[Exception]:
+    try:
+        return canonical_bytes(value)
+    except ValueError as refusal:
+        return type(refusal)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_json_values)
+def test_canonical_bytes_equal_the_rfc8785_package_for_any_json_value(value: object) -> None:
+    """wire.md §1: the C-encoder fast path writes exactly the package's bytes, and refuses
+    exactly what it refuses (big integers, non-finite numbers, lone surrogates), for names
+    beyond the BMP, floats on both sides of the positional band, whole floats and nesting."""
+    assert _ours_or_refusal(value) == _package_or_refusal(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "x"}, {"a": {2: 3}}, [object()], {"a": 1.5j}, {"n": 2**60}, ["\ud800"], {"a": [1e400]}],
+)
+def test_values_only_the_package_judges_are_refused_as_the_package_refuses(
+    value: object,
+) -> None:
+    """Non-string names, non-JSON types, unsafe integers and lone surrogates reach the
+    package, which refuses them with its own error."""
+    with pytest.raises(rfc8785.CanonicalizationError):
+        rfc8785.dumps(value)
+    with pytest.raises(rfc8785.CanonicalizationError):
+        canonical_bytes(value)

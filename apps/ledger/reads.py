@@ -1,0 +1,55 @@
+"""Reads sent together: the write path's lock and the reads under it in one round trip.
+
+A command under the group lock reads its idempotency record, its sender's session epoch and
+membership, and the aggregates it decides on. Each is one small statement, and each used to
+wait for its own round trip to PostgreSQL: most of a command's wall time was spent waiting,
+not computing (docs/benchmarks.md, "Where the time goes"). What they read is known from the
+verified envelope before any of them runs, so they are sent together: on PostgreSQL in one
+psycopg pipeline, after the statement that locks the head row, which the server runs first,
+so every read sees the group as the lock holder does. Elsewhere (SQLite) they run one after
+another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .statements import current, hot_cursor
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Read[T]:
+    """One statement and what its rows mean."""
+
+    sql: str
+    params: Sequence[Any]
+    finish: Callable[[list[Row]], T]
+
+
+def run_together(reads: Sequence[Read[Any]]) -> list[Any]:
+    """Each read's answer, in order: one round trip on PostgreSQL."""
+    if not reads:
+        return []
+    db = current()
+    if db.vendor != "postgresql":
+        return [run_one(read) for read in reads]
+    cursors = [hot_cursor() for _read in reads]
+    try:
+        with db.wrap_database_errors, db.connection.pipeline():
+            for cursor, read in zip(cursors, reads, strict=True):
+                cursor.execute(read.sql, read.params)
+        return [read.finish(cursor.fetchall()) for cursor, read in zip(cursors, reads, strict=True)]
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
+def run_one[T](read: Read[T]) -> T:
+    """One read on its own."""
+    with hot_cursor() as cursor:
+        cursor.execute(read.sql, read.params)
+        return read.finish(cursor.fetchall())

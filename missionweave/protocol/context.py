@@ -25,7 +25,7 @@ mixes its versions into this group's own package of the same id.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .artifacts.naming import require_nameable, stored_keys
@@ -33,6 +33,7 @@ from .canonical import canonical_bytes, digest, without
 from .errors import ErrorCode, ProtocolError
 from .evolvers import REGISTRY, evolves
 from .facts import Command, Decision, Fact, FollowUp, NewEvent, StateKey, View
+from .frozen import replace
 from .missions.model import mission_key, mission_or_404
 from .validation import check_fields, check_id, check_principal, malformed
 from .work.checks import digests, no_private_reasoning, strings, timestamp

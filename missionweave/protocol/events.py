@@ -20,23 +20,32 @@ def event_hash(event: dict[str, Any]) -> str:
 
 def sealed(event: dict[str, Any]) -> tuple[str, bytes]:
     """``(hash, canonical bytes of the event with that hash)`` for an event without ``hash``:
-    what ``event_hash`` and ``canonical_bytes`` give, each member encoded once.
+    what ``event_hash`` and ``canonical_bytes`` give, with the event encoded once.
 
-    An RFC 8785 object is its members, sorted by the UTF-16 code units of their names, joined
-    by commas inside braces; so the hashed form (without ``hash``) and the stored form (with
-    it) share every member's bytes, and the payload — most of the work — is encoded once
-    instead of twice on the write path's append."""
-    members = {
-        name: canonical_bytes(name) + b":" + canonical_bytes(value) for name, value in event.items()
-    }
-    hash_ = sha256_digest(_object(members))
-    members["hash"] = b'"hash":"' + hash_.encode("ascii") + b'"'
-    return hash_, _object(members)
+    An RFC 8785 object is its members sorted by the UTF-16 code units of their names, joined
+    by commas inside braces. The members named before ``hash`` and those named after it are
+    each encoded as one object; the hashed form (without ``hash``) joins the two, the stored
+    form puts the ``hash`` member between them. The payload — most of the work — is encoded
+    once instead of twice on the write path's append, and in two calls of the encoder
+    rather than one per member."""
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    for name, value in event.items():
+        (before if name.encode("utf-16-be") < _HASH_NAME else after)[name] = value
+    opening = canonical_bytes(before)[:-1]  # "{" and the members before, if any
+    closing = canonical_bytes(after)[1:]  # the members after, if any, and "}"
+    hash_ = sha256_digest(_joined(opening, closing))
+    with_hash = opening + (b"," if len(opening) > 1 else b"") + b'"hash":"' + hash_.encode()
+    return hash_, _joined(with_hash + b'"', closing)
 
 
-def _object(members: dict[str, bytes]) -> bytes:
-    ordered = sorted(members, key=lambda name: name.encode("utf-16-be"))
-    return b"{" + b",".join(members[name] for name in ordered) + b"}"
+_HASH_NAME = "hash".encode("utf-16-be")
+
+
+def _joined(opening: bytes, closing: bytes) -> bytes:
+    """An object's opening part (``{`` and members) and closing part (members and ``}``)."""
+    comma = b"," if len(opening) > 1 and len(closing) > 1 else b""
+    return opening + comma + closing
 
 
 def first_chain_break(

@@ -8,12 +8,13 @@ that a later grant continues from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ErrorCode, ProtocolError
 from .evolvers import REGISTRY, evolves
 from .facts import Command, Decision, Fact, NewEvent, StateKey, View
+from .frozen import replace
 from .identifiers import ROLES
 from .validation import check_fields, check_principal, malformed
 from .work.items import WorkItem, work_item_key

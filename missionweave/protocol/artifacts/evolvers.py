@@ -8,10 +8,9 @@ provenance graph is walkable both ways from any artifact.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
+from ..frozen import replace
 from .citations import BY_EVENT, cited_by
 from .records import MAX_CITATIONS, ArtifactRecord, artifact_key
 

@@ -7,13 +7,13 @@ id, so the link is an event in both logs.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from .. import budgets
 from .. import states as S
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, FollowUp, NewEvent, StateKey, View
+from ..frozen import replace
 from ..validation import check_amounts, check_choice, check_fields, check_id, check_text
 from ..work import execution
 from ..work.checks import require_item

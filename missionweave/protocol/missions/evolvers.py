@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..budgets import CHARGE_EVENTS, add_usage, non_zero
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
+from ..frozen import replace
 from .model import ACTIVE, Mission, mission_key
 from .usage import with_point
 

@@ -7,13 +7,13 @@ comes in on the facts (``recorded_at``, the authority clock).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from .. import states as S
 from ..budgets import CHARGE_EVENTS, add_usage
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
+from ..frozen import replace
 from .approvals import APPROVAL_LOG_LIMIT, GRANTED, REFUSED, decision_entry
 from .assessment import REQUESTED, fresh_review, with_evidence, with_request
 from .items import Lease, Offer, WorkItem, work_item_key

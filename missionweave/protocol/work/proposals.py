@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
+from ..frozen import replace
 
 
 @dataclass(frozen=True, slots=True)

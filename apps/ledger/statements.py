@@ -70,9 +70,32 @@ class ModelStatements:
     def create_many(self, group_id: str, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Insert, for each ``(ident, fields)``, the row the ORM's
         ``create(group_id=…, <id_field>=ident, **fields)`` would: one ``executemany``."""
-        self.insert_instances(
-            [self.model(group_id=group_id, **{self.id_field: i}, **f) for i, f in rows]
-        )
+        self.insert_rows([{"group_id": group_id, self.id_field: i, **f} for i, f in rows])
+
+    def insert_rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert each of ``rows`` (values by field ``attname``) as
+        ``Model.objects.create(**row)`` would: a value not given takes the field's default,
+        and each goes through ``get_db_prep_save``. Without building a model instance per
+        row, which cost a sixth of a batch's CPU, unless a field's ``pre_save`` does more
+        than read the value (``auto_now``, files) or a row names something else."""
+        if not rows:
+            return
+        names = _plain_attnames(self.model)
+        if names is None or any(not row.keys() <= names for row in rows):
+            self.insert_instances([self.model(**row) for row in rows])
+            return
+        db, fields = current(), self.insert_fields
+        values = [
+            [
+                field.get_db_prep_save(
+                    row[field.attname] if field.attname in row else field.get_default(), db
+                )
+                for field in fields
+            ]
+            for row in rows
+        ]
+        with hot_cursor() as cursor:
+            cursor.executemany(self.insert, values)
 
     def insert_instances(self, instances: Sequence[models.Model]) -> None:
         """Insert ``instances`` as ``save()`` would (defaults, ``pre_save``, JSON adapters),
@@ -108,6 +131,20 @@ class ModelStatements:
             for names, params in by_names.items():
                 sql, _targets = _update(self.model, self.id_field, names, db.vendor)
                 cursor.executemany(sql, params)
+
+
+@cache
+def _plain_attnames(model: type[models.Model]) -> frozenset[str] | None:
+    """The attnames of ``model``'s concrete fields when saving a new row reads each value
+    as given (``Field.pre_save``, or a date without ``auto_now``); ``None`` otherwise."""
+    fields = _concrete(model)
+    for field in fields:
+        plain = type(field).pre_save is models.Field.pre_save or (
+            isinstance(field, models.DateField) and not field.auto_now and not field.auto_now_add
+        )
+        if not plain:
+            return None
+    return frozenset(field.attname for field in fields)
 
 
 @cache
@@ -204,4 +241,4 @@ def instances_from_rows(model: type[models.Model], rows: Iterable[Sequence[Any]]
 def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) -> None:
     """``model.objects.create(**values)`` for each of ``rows`` through the compiled INSERT,
     in one ``executemany`` (the primary keys of the new rows are not read back)."""
-    statements_for(model, model._meta.pk.name).insert_instances([model(**row) for row in rows])
+    statements_for(model, model._meta.pk.name).insert_rows(rows)

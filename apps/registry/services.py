@@ -11,11 +11,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.ledger.models import GroupLog
-from apps.ledger.statements import columns_of, instances_from_rows
+from apps.ledger.statements import columns_of, hot_cursor, instances_from_rows
 from apps.ledger.write_path import Caller, Outcome, submit_as_human
 from missionweave.protocol import memberships as membership_rules
 from missionweave.protocol.canonical import canonical_bytes, without
@@ -315,7 +315,7 @@ def _session_by_token(digest_: str) -> tuple[AgentSession, int] | None:
         "FROM registry_agentsession s JOIN registry_agent a ON a.id = s.agent_id "
         "WHERE s.token_hash = %s"
     )
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:  # bound on the server: prepared after a few requests
         cursor.execute(sql, [digest_])
         row = cursor.fetchone()
     if row is None:

@@ -299,8 +299,10 @@ def test_a_command_with_any_lease_id_but_the_current_one_is_refused_and_appends_
     OUTCOMES.clear()
     run_state_machine_as_test(
         StaleLeases,
+        # 40 examples: with 20, the premise below (the owner's own earlier lease refused more
+        # than 5 times) failed about one run in seven for want of restarts in the sample
         settings=settings(
-            max_examples=20,
+            max_examples=40,
             stateful_step_count=20,
             deadline=None,
             database=None,

@@ -2,9 +2,12 @@
 
 Every knob has an environment variable so ``make bench`` stays one command:
 ``BENCH_DATABASE_URL``, ``BENCH_REDIS_URL``, ``BENCH_SECONDS``, ``BENCH_WARMUP_SECONDS``,
-``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``, ``BENCH_POOL_VARIANT`` (0 skips
-the HTTP-without-pool table), ``BENCH_OUTPUT``; for the lease sweep ``BENCH_SWEEP_LEASES``,
-``BENCH_SWEEP_GROUPS``, ``BENCH_SWEEP_LIMIT``.
+``BENCH_SERVER``, ``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``,
+``BENCH_POOL_VARIANT`` (0 skips the HTTP-without-pool table), ``BENCH_OUTPUT``; for the lease
+sweep ``BENCH_SWEEP_LEASES``, ``BENCH_SWEEP_GROUPS``, ``BENCH_SWEEP_LIMIT``.
+
+The HTTP figures come from the production server as deployed (docs/deploy.md, issue 15 §5):
+uvicorn, one process per core.
 
 The servers always run ``missionweave.settings``, whose PostgreSQL default is Django's psycopg
 connection pool (``MWP_DB_POOL``, ``MWP_DB_POOL_MAX``): the main HTTP table measures that
@@ -31,7 +34,8 @@ class BenchConfig:
     clients: tuple[int, ...]  # concurrent clients (threads) per scenario
     groups: tuple[int, ...]  # how many groups the commands are spread over
     batch_sizes: tuple[int, ...]  # commands per commands:batch request
-    servers: int  # daphne processes the HTTP clients are spread over
+    server: str  # the ASGI server kind (benchmarks/servers.py); the default is production's
+    servers: int  # server processes the HTTP clients are spread over
     base_port: int
     conn_max_age: int  # DB_CONN_MAX_AGE of the servers without a pool (a pool forces 0)
     pool_variant: bool  # also measure HTTP with MWP_DB_POOL=0, next to the default servers
@@ -59,6 +63,10 @@ def _int(name: str, default: int) -> int:
     return int(os.environ.get(name, str(default)))
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
 def load_config(*, quick: bool = False) -> BenchConfig:
     """The full run (about four minutes on two cores), or a tiny one that only checks wiring."""
     return BenchConfig(
@@ -69,7 +77,9 @@ def load_config(*, quick: bool = False) -> BenchConfig:
         clients=(1, 2) if quick else (1, 4, 16),
         groups=(1, 2) if quick else (1, 16),
         batch_sizes=(10,) if quick else (100, 500),
-        servers=_int("BENCH_SERVERS", 1 if quick else 2),
+        server=os.environ.get("BENCH_SERVER", "uvicorn"),
+        # one per core, as deployed: two per core measured no faster (docs/deploy.md)
+        servers=_int("BENCH_SERVERS", 1 if quick else _cores()),
         base_port=_int("BENCH_PORT", 0),  # 0: a free port per server
         # Django under ASGI runs each request's sync code in a thread of its own, so a persistent
         # connection (CONN_MAX_AGE > 0) is never reused and leaks until garbage collection.

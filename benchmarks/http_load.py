@@ -1,4 +1,5 @@
-"""Commands over HTTP to real daphne processes: what an agent sees end to end.
+"""Commands over HTTP to real ASGI server processes (``benchmarks/servers.py``; the kind
+the report names): what an agent sees end to end.
 
 Each client is a thread with its own keep-alive ``httpx.Client``, its own agent and session
 token, spread round-robin over the server processes. Envelopes are signed before the clock
@@ -99,7 +100,7 @@ def measure_http(
         groups=groups,
         config=config,
         make_client=lambda pool: HttpCommandClient(pool, urls[next(counter) % len(urls)]),
-        params={"servers": len(urls)},
+        params={"server": config.server, "servers": len(urls)},
     )
 
 
@@ -114,6 +115,6 @@ def measure_http_batch(
         groups=1,
         config=config,
         make_client=lambda pool: HttpBatchClient(pool, urls[0], size),
-        params={"batch_size": size, "servers": 1},
+        params={"batch_size": size, "server": config.server, "servers": 1},
         extra_per_client=size,
     )

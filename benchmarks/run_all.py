@@ -26,7 +26,7 @@ from .inprocess import measure_inprocess
 from .report import SCHEDULER_BEGIN, SCHEDULER_END, carry_over_block, render
 from .results import Results
 from .run_sweep import measure_sweep_section
-from .servers import describe_pool, running_servers
+from .servers import describe_pool, describe_server, running_servers
 from .stream_report import carry_over
 from .world import BenchWorld, build_world
 
@@ -90,6 +90,7 @@ def measure(config: BenchConfig, command: str) -> Results:
     """Run every section; return the :class:`~benchmarks.results.Results`."""
     results = fresh_results(config, command)
     results.facts["server_db_pool"] = describe_pool(config, pool=True)
+    results.facts["server"] = describe_server(config.server, processes=config.servers)
     world = build_world(groups=config.max_groups, agents=config.max_clients)
     log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
     _settle(config)
@@ -101,7 +102,10 @@ def measure(config: BenchConfig, command: str) -> Results:
             unpooled_urls = servers.enter_context(
                 running_servers(config, pool=False, first_index=config.servers)
             )
-        log(f"daphne at {', '.join(urls)}; without a pool at {', '.join(unpooled_urls) or '-'}")
+        log(
+            f"{results.facts['server']} at {', '.join(urls)}; "
+            f"without a pool at {', '.join(unpooled_urls) or '-'}"
+        )
         for groups in config.groups:
             for clients in config.clients:
                 _measure_cell(results, config, world, urls, unpooled_urls, groups, clients)

@@ -5,9 +5,10 @@ granted a membership through the write path and holding its own session (one ses
 agent: opening another replaces it), so each socket authenticates with its own
 ``Authorization: Bearer`` token as a member, the way real agents would.
 
-**Servers.** ``config.servers`` daphne processes running ``missionweave.settings`` with
-``REDIS_URL`` set, so the channel layer is ``channels_redis``' pub/sub layer; the sockets are
-spread round-robin over them, the writer posts to the first.
+**Servers.** ``config.servers`` processes of the benchmark's server (``config.server``)
+running ``missionweave.settings`` with ``REDIS_URL`` set, so the channel layer is
+``channels_redis``' pub/sub layer; the sockets are spread round-robin over them, the writer
+posts to the first.
 
 **Subscribers.** Asyncio ``websockets`` clients, up to :data:`SOCKETS_PER_PROCESS` per
 spawned worker process (:mod:`benchmarks.stream_clients`), each ``SUBSCRIBE``-d after the
@@ -105,7 +106,7 @@ class StreamLevel:
     retries: int  # handshakes refused and tried again (CONNECT_ATTEMPTS per socket)
     failed: int  # sockets that never opened: the level runs with the others
     elapsed_s: float  # the timed events, pauses included
-    server_cpu_s: float  # CPU of the daphne processes during the timed events
+    server_cpu_s: float  # CPU of the server processes during the timed events
     idle_server_cpu_s: float  # ... during IDLE_S with the sockets open and nothing written
     idle_s: float
     errors: int = 0  # non-EVENT frames
@@ -137,7 +138,7 @@ class StreamResult:
         return cls(levels=levels, **{k: v for k, v in data.items() if k in names})
 
 
-# --- the daphne processes' CPU -----------------------------------------------------------------
+# --- the server processes' CPU -----------------------------------------------------------------
 
 
 def _children_named(name: str) -> list[int]:
@@ -170,9 +171,14 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total / ticks
 
 
+#: the commands of the servers :func:`~benchmarks.servers.running_servers` can start
+SERVER_COMMANDS = ("uvicorn", "daphne", "granian")
+
+
 def server_pids() -> list[int]:
-    """The daphne processes :func:`~benchmarks.servers.running_servers` started."""
-    return _children_named("daphne")
+    """The server processes :func:`~benchmarks.servers.running_servers` started (children of
+    this process; granian's workers, its grandchildren, are not counted)."""
+    return [pid for name in SERVER_COMMANDS for pid in _children_named(name)]
 
 
 # --- one level ---------------------------------------------------------------------------------
@@ -371,7 +377,7 @@ def measure_stream(
     writer, subscribers = world.agents[0], world.agents[1:]
     log(f"stream: {len(subscribers)} subscriber agents with sessions in {result.world_s:.1f} s")
     with running_servers(config) as urls:
-        log(f"stream: daphne at {', '.join(urls)} ({result.channel_layer})")
+        log(f"stream: servers at {', '.join(urls)} ({result.channel_layer})")
         for count, events in plan.levels:
             level = measure_level(
                 subscribers,

@@ -181,6 +181,10 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 await self._pump(group_id)
         except asyncio.CancelledError:
             raise
+        except OSError:
+            # ASGI 2.4: send() once the client has gone raises an OSError subclass (uvicorn's
+            # ClientDisconnected); the websocket.disconnect that follows ends this consumer
+            self.dirty.discard(group_id)
         except Exception:  # the socket stays up; the next wake (hint or poll) reads again
             logger.exception("stream pump of %s failed", group_id)
 

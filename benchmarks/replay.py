@@ -21,8 +21,18 @@ after cheaper checks (row count and sequence range against the head row, the hea
 
 **Replays.** (a) One socket, ``SUBSCRIBE`` after 0, counting EVENT frames until the head's;
 (b) ``GET /api/v1/groups/{g}/events?after=N&limit=1000`` page after page on one keep-alive
-connection, each page parsed (the client needs ``next_after``) until the head. Rate: events
-over wall time; the CPU of the daphne processes and of this client is reported next to it.
+connection until the head, ``next_after`` read from each body's end (the first and the last
+page decoded whole). Neither client decodes every event, as the ceiling does not. Rate:
+events over wall time; the CPU of the server process and of this client is reported next to
+it.
+
+**The ceiling** (issue 15's must-hold: each replay ≥ 0.5× it). Right before the stream replay
+and again right after the REST one, with the server idle, this process reads the same rows
+with raw psycopg, no Django: one connection, one prepared keyset statement (``sequence > last
+ORDER BY sequence LIMIT 1000``, looping on the last sequence), every page fetched into Python
+as ``(sequence, document)`` — the two columns the events view and the stream read too. The
+faster of the two reads is the ceiling, so a burst of other work on the machine during one
+of them does not flatter the ratios.
 """
 
 from __future__ import annotations
@@ -32,9 +42,10 @@ import dataclasses
 import json
 import os
 import random
+import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -74,6 +85,17 @@ COPY_ROWS = 20_000
 SAMPLE_WINDOWS = 200
 WINDOW = 50
 PAGE_LIMIT = 1000
+#: the ceiling's statement: a keyset page of the same rows the replays read (see the docstring)
+KEYSET_PAGE = (
+    "SELECT sequence, document FROM ledger_event WHERE group_id = %s AND sequence > %s "
+    "ORDER BY sequence LIMIT %s"
+)
+#: ``ReplayRun.way`` of the ceiling's reads, before and after the replays
+KEYSET_WAYS = ("keyset-before", "keyset-after")
+#: issue 15: each replay reaches at least this share of the ceiling
+CEILING_SHARE = 0.5
+#: the end of an events page: its head and next_after
+PAGE_END = re.compile(rb'\],"head":(\d+),"next_after":(\d+)\}\s*$')
 COPY_COLUMNS = "group_id, sequence, event_id, type, command_id, actor, recorded_at, hash, document"
 
 
@@ -108,7 +130,7 @@ class BuiltGroup:
 class ReplayRun:
     """One replay of the whole log."""
 
-    way: str  # "stream" or "rest"
+    way: str  # "stream", "rest", or one of KEYSET_WAYS (the ceiling)
     events: int
     seconds: float
     server_cpu_s: float
@@ -126,16 +148,32 @@ class ReplayResult:
     built: BuiltGroup
     runs: list[ReplayRun]
     servers: int = 1
+    server: str = "daphne"  # the ASGI server kind that served both replays
     started_at: str = ""
     load_before: str = ""
     load_after: str = ""
     git_revision: str = ""
 
+    @property
+    def ceiling(self) -> float:
+        """Events/s of the faster raw keyset read (NaN if the run has none)."""
+        rates = [run.rate for run in self.runs if run.way in KEYSET_WAYS]
+        return max(rates) if rates else float("nan")
+
+    def ratio(self, run: ReplayRun) -> float:
+        """``run``'s rate as a share of the ceiling."""
+        return run.rate / self.ceiling
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "built": self.built.as_dict(),
-            "runs": [{**dataclasses.asdict(run), "rate": run.rate} for run in self.runs],
+            "runs": [
+                {**dataclasses.asdict(run), "rate": run.rate, "ratio": self.ratio(run)}
+                for run in self.runs
+            ],
+            "ceiling": self.ceiling,
             "servers": self.servers,
+            "server": self.server,
             "started_at": self.started_at,
             "load_before": self.load_before,
             "load_after": self.load_after,
@@ -145,8 +183,11 @@ class ReplayResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReplayResult:
         built = BuiltGroup(**{"reader_seed": "", **data["built"]})
-        runs = [ReplayRun(**{k: v for k, v in run.items() if k != "rate"}) for run in data["runs"]]
-        rest = {k: v for k, v in data.items() if k not in ("built", "runs")}
+        derived = ("rate", "ratio")
+        runs = [
+            ReplayRun(**{k: v for k, v in run.items() if k not in derived}) for run in data["runs"]
+        ]
+        rest = {k: v for k, v in data.items() if k not in ("built", "runs", "ceiling")}
         return cls(built=built, runs=runs, **rest)
 
 
@@ -428,8 +469,43 @@ def _reader(built: BuiltGroup) -> BenchAgent:
     return reader
 
 
-def replay_stream(ws_url: str, token: str, built: BuiltGroup) -> ReplayRun:
-    pids = server_pids()
+def keyset_read(url: str, built: BuiltGroup, *, way: str) -> ReplayRun:
+    """The ceiling: the group's rows in keyset pages by raw psycopg (see the docstring).
+
+    The statement is prepared on the server from its first execution (``prepare=True``), so
+    every page is one Bind/Execute round trip, as a hand-written reader would do it. Only
+    this process's CPU is counted; there is no ASGI server in this read.
+    """
+    events, after = 0, 0
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cursor:
+        client = time.process_time()
+        started = time.perf_counter()
+        while after < built.head:
+            rows = cursor.execute(
+                KEYSET_PAGE, (built.group, after, PAGE_LIMIT), prepare=True
+            ).fetchall()
+            if not rows or rows[0][0] != after + 1:
+                raise RuntimeError(f"the keyset read of {built.group} stops after {after}")
+            events += len(rows)
+            after = rows[-1][0]
+        seconds = time.perf_counter() - started
+        client_cpu_s = time.process_time() - client
+    assert (events, after) == (built.head, built.head), (events, after, built.head)
+    return ReplayRun(
+        way=way,
+        events=events,
+        seconds=seconds,
+        server_cpu_s=0.0,  # no ASGI server: PostgreSQL's backend alone, not counted here
+        client_cpu_s=client_cpu_s,
+        requests=events // PAGE_LIMIT + (1 if events % PAGE_LIMIT else 0),
+    )
+
+
+def replay_stream(
+    ws_url: str, token: str, built: BuiltGroup, pids: Sequence[int] = ()
+) -> ReplayRun:
+    """One socket from sequence 0 to the head; ``pids``: the server's processes, whose CPU
+    is counted."""
     cpu, client = cpu_seconds(pids), time.process_time()
     frames, seconds, last = asyncio.run(replay_count(ws_url, token, built.group, built.head))
     assert (frames, last) == (built.head, built.head), (frames, last, built.head)
@@ -442,8 +518,26 @@ def replay_stream(ws_url: str, token: str, built: BuiltGroup) -> ReplayRun:
     )
 
 
-def replay_rest(base_url: str, token: str, built: BuiltGroup) -> ReplayRun:
-    pids = server_pids()
+def _next_after(body: bytes) -> int:
+    """``next_after`` from the end of a page (``…],"head":H,"next_after":K}``, as the events
+    view writes it), without decoding the events: the client takes each page as the keyset
+    read takes rows, into Python and no further, as the stream's client counts frames."""
+    match = PAGE_END.search(body, max(0, len(body) - 64))
+    return int(match.group(2)) if match else int(json.loads(body)["next_after"])
+
+
+def _check_page(body: bytes, after: int, next_after: int) -> None:
+    """A page decoded whole holds exactly the events after+1..next_after, in order."""
+    sequences = [event["sequence"] for event in json.loads(body)["events"]]
+    assert sequences == list(range(after + 1, next_after + 1)), (after, next_after)
+
+
+def replay_rest(
+    base_url: str, token: str, built: BuiltGroup, pids: Sequence[int] = ()
+) -> ReplayRun:
+    """Page after page on one keep-alive connection; ``pids`` as for the stream. The log has
+    no gaps (wire.md §4), so a page holds ``next_after - after`` events; the first and the
+    last page are decoded whole to check it."""
     page_s: list[float] = []
     events, after = 0, 0
     with httpx.Client(
@@ -458,12 +552,14 @@ def replay_rest(base_url: str, token: str, built: BuiltGroup) -> ReplayRun:
                 params={"after": after, "limit": PAGE_LIMIT},
             )
             response.raise_for_status()
-            page = response.json()
+            next_after = _next_after(response.content)
             page_s.append(time.perf_counter() - mark)
-            events += len(page["events"])
-            if page["next_after"] <= after:
-                raise RuntimeError(f"no progress after {after}: {str(page)[:200]}")
-            after = page["next_after"]
+            if next_after <= after:
+                raise RuntimeError(f"no progress after {after}: {response.text[:200]}")
+            if after == 0 or next_after >= built.head:
+                _check_page(response.content, after, next_after)
+            events += next_after - after
+            after = next_after
         seconds = time.perf_counter() - started
     assert (events, after) == (built.head, built.head), (events, after, built.head)
     ordered = sorted(s * 1000 for s in page_s)
@@ -481,7 +577,8 @@ def replay_rest(base_url: str, token: str, built: BuiltGroup) -> ReplayRun:
 def measure_replay(
     config: BenchConfig, events: int, *, log: Callable[[str], None] = lambda message: None
 ) -> ReplayResult:
-    """Prepare the group in ``config.database_url``; replay it over the stream, then REST."""
+    """Prepare the group in ``config.database_url``; read it by raw keyset pages (the
+    ceiling), replay it over the stream, then REST, then read it by keyset pages again."""
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     built = prepare(config.database_url, events, log)
     built.table_bytes = _table_bytes()
@@ -490,21 +587,25 @@ def measure_replay(
         built=built,
         runs=[],
         servers=1,
+        server=config.server,
         started_at=started_at,
         load_before=load_average(),
         git_revision=_git_revision(),
     )
+
+    def done(run: ReplayRun, what: str) -> None:
+        result.runs.append(run)
+        log(f"replay: {what} {run.events:,} events in {run.seconds:.1f} s ({run.rate:,.0f}/s)")
+
     one_server = dataclasses.replace(config, servers=1)
     with running_servers(one_server) as urls:
+        pids = server_pids()
         ws_url = urls[0].replace("http://", "ws://") + "/ws/v1/stream"
-        run = replay_stream(ws_url, reader.token, built)
-        result.runs.append(run)
-        log(f"replay: stream {run.events:,} events in {run.seconds:.1f} s ({run.rate:,.0f}/s)")
-        run = replay_rest(urls[0], reader.token, built)
-        result.runs.append(run)
-        log(
-            f"replay: REST {run.events:,} events in {run.requests:,} pages, "
-            f"{run.seconds:.1f} s ({run.rate:,.0f}/s)"
-        )
+        done(keyset_read(config.database_url, built, way=KEYSET_WAYS[0]), "raw keyset read")
+        done(replay_stream(ws_url, reader.token, built, pids), "stream")
+        done(replay_rest(urls[0], reader.token, built, pids), "REST")
+        done(keyset_read(config.database_url, built, way=KEYSET_WAYS[1]), "raw keyset read")
+    for run in result.runs[1:3]:
+        log(f"replay: {run.way} at {result.ratio(run):.2f}x the raw keyset read")
     result.load_after = load_average()
     return result

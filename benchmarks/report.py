@@ -45,7 +45,7 @@ HOW_TO = [
     "minutes; needs Redis: `BENCH_REDIS_URL`; `BENCH_STREAM_EVENTS_SCALE` scales the 200, 60 "
     "and 20 timed events). `python -m benchmarks.run --only replay` runs section 8 in its "
     "own database, `BENCH_REPLAY_DATABASE_URL` (default `mw_bench_replay`), which it builds "
-    "once (about five minutes for `BENCH_REPLAY_EVENTS`, default 1,000,000) and reuses while "
+    "once (about two minutes for `BENCH_REPLAY_EVENTS`, default 1,000,000) and reuses while "
     "it checks out (then about a minute). Each replaces only its own section; `make bench` "
     "measures neither and keeps both from the existing report; `--render-only` re-renders a "
     "section from its saved figures.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .replay import ReplayResult
+from .replay import CEILING_SHARE, KEYSET_WAYS, ReplayResult
 from .report import splice_block
 from .stream import StreamResult
 
@@ -87,7 +87,8 @@ def stream_section(result: StreamResult, command: str) -> list[str]:
         f"- **Measured:** {result.started_at}, revision `{result.git_revision}` (plus "
         f"uncommitted changes, if any), load average {result.load_before} before and "
         f"{result.load_after} after (1/5/15 min)",
-        f"- **Servers:** {result.servers} daphne process(es), `missionweave.settings` with "
+        f"- **Servers:** {result.servers} process(es) of the server *Settings* names, "
+        "`missionweave.settings` with "
         f"`REDIS_URL` set: channel layer `{result.channel_layer}`, head poll every "
         f"{result.poll_s:g} s per group and process (`MWP_STREAM_POLL_S`)",
         f"- **World:** one group; a writer and one agent per subscriber, each a member with "
@@ -129,7 +130,7 @@ def stream_section(result: StreamResult, command: str) -> list[str]:
         "What it costs: the time to open and subscribe every socket (handshakes 25 at a time "
         "per process; a refused handshake is retried up to 4 times, 1, 2, 3 and 4 s later, "
         "as a reconnecting client would; a socket that never opens is *failed* and the level "
-        "runs without it), the writer's `POST` round trip, the closed loop's pace, the daphne "
+        "runs without it), the writer's `POST` round trip, the closed loop's pace, the server "
         "processes' CPU (user + system, from `/proc`) over the timed events divided by their "
         "number (the sockets' head polls during that time included) and, with the sockets "
         "open and nothing written for 3 s, as a share of one core; the 1-minute load average "
@@ -144,8 +145,8 @@ def stream_section(result: StreamResult, command: str) -> list[str]:
                 "POST p50 ms",
                 "POST p99 ms",
                 "events/s (closed loop)",
-                "daphne CPU ms per event",
-                "daphne CPU idle",
+                "server CPU ms per event",
+                "server CPU idle",
                 "load after",
             ],
             cost,
@@ -160,6 +161,8 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
     labels = {
         "stream": "stream: `SUBSCRIBE` after 0, one socket, until the head's `EVENT`",
         "rest": "REST: `GET …/events?after=N&limit=1000`, page after page",
+        KEYSET_WAYS[0]: "raw keyset read, psycopg, pages of 1,000 (before the replays)",
+        KEYSET_WAYS[1]: "raw keyset read, psycopg, pages of 1,000 (after the replays)",
     }
     rows = [
         [
@@ -167,22 +170,35 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
             f"{run.events:,}",
             f"{run.seconds:.1f}",
             f"{run.rate:,.0f}",
+            "—" if math.isnan(result.ratio(run)) else f"{result.ratio(run):.2f}×",
             f"{run.requests:,}",
             f"{_ms(run.request_ms['p50'])} / {_ms(run.request_ms['p99'])}"
             if run.request_ms
             else "—",
-            f"{run.server_cpu_s:.1f}",
+            "—" if run.way in KEYSET_WAYS else f"{run.server_cpu_s:.1f}",
             f"{run.client_cpu_s:.1f}",
         ]
         for run in result.runs
     ]
+    replays = [run for run in result.runs if run.way not in KEYSET_WAYS]
+    shares = ", ".join(
+        f"{'REST' if run.way == 'rest' else run.way} {result.ratio(run):.2f}×" for run in replays
+    )
+    holds = all(result.ratio(run) >= CEILING_SHARE for run in replays)
+    verdict = (
+        f"- **Must hold (issue 15): each replay ≥ {CEILING_SHARE}× the raw keyset read:** "
+        f"{shares} of {result.ceiling:,.0f} events/s — "
+        + ("holds." if holds else "does **not** hold.")
+        if replays and not math.isnan(result.ceiling)
+        else "- **Must hold (issue 15):** not measured (this run has no raw keyset read)."
+    )
     return [
         f"## 8. Replaying a {built.head:,}-event group",
         "",
         f"- **Command:** `{command}`",
         f"- **Measured:** {result.started_at}, revision `{result.git_revision}` (plus "
         f"uncommitted changes, if any), load average {result.load_before} before and "
-        f"{result.load_after} after (1/5/15 min); {result.servers} daphne process",
+        f"{result.load_after} after (1/5/15 min); {result.servers} {result.server} process",
         f"- **Data:** group `{built.group}` in database `{built.database}`: {built.head:,} "
         f"events of ~650 bytes (`ledger_event` with its indexes: "
         f"{built.table_bytes / 2**30:.2f} GiB). The group, its two members, the first and "
@@ -195,8 +211,15 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
         f"- **Chain:** {built.check}",
         "",
         "One reader (an observer with its own session token) reads the whole log from the "
-        "start; rate: events over wall time. CPU: of the daphne process and of this client "
-        "(which parses each REST page for `next_after`, and only counts stream frames).",
+        "start; rate: events over wall time. The ceiling is a raw keyset read of the same "
+        "rows, side by side in the same run: this process, no Django, one psycopg connection, "
+        "one prepared `SELECT sequence, document … WHERE group_id = %s AND sequence > %s ORDER "
+        "BY sequence LIMIT 1000` looping on the last sequence, every row fetched into Python; "
+        "timed right before the stream replay and right after the REST one, the server idle. "
+        "*× keyset*: events/s over the faster of the two. CPU: of the server process and of "
+        "this client, which takes each REST page's body and reads `next_after` from its end "
+        "(the first and the last page decoded whole), counts stream frames (the last one "
+        "decoded), and in the keyset read fetches the rows: none decodes every event.",
         "",
         *_table(
             [
@@ -204,14 +227,17 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
                 "events",
                 "wall s",
                 "events/s",
+                "× keyset",
                 "requests",
                 "request p50 / p99 ms",
-                "daphne CPU s",
+                "server CPU s",
                 "client CPU s",
             ],
             rows,
             text_columns=1,
         ),
+        verdict,
+        "",
         *_interpretation(REPLAY_INTERPRETATION),
     ]
 

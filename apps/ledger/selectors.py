@@ -9,11 +9,18 @@ from missionweave.protocol.memberships import membership_key
 
 from .archive import cursor_too_old
 from .head import committed_head, no_such_group
-from .models import Event, GroupLog
+from .models import GroupLog
 from .projections import load_view
+from .statements import hot_cursor
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
+# every replay and catch-up reads pages through this one statement: bound on the server
+# (``hot_cursor``), where the ORM compiled a queryset per page
+_EVENTS_PAGE = (
+    "SELECT sequence, document FROM ledger_event WHERE group_id = %s "
+    "AND sequence > %s AND sequence <= %s ORDER BY sequence LIMIT %s"
+)
 
 
 def group_log(group_id: str) -> GroupLog:
@@ -53,11 +60,9 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
     ``CURSOR_TOO_OLD`` with the snapshot to restore instead (wire.md §4, §7; R16-10).
     """
     limit = max(1, min(limit, MAX_PAGE))
-    rows = list(
-        Event.objects.filter(group_id=group_id, sequence__gt=after, sequence__lte=head)
-        .order_by("sequence")
-        .values_list("sequence", "document")[:limit]
-    )
+    with hot_cursor() as cursor:  # a fixed statement: prepared after a few pages
+        cursor.execute(_EVENTS_PAGE, [group_id, after, head, limit])
+        rows = cursor.fetchall()
     if after < head and (not rows or rows[0][0] != after + 1):
         raise cursor_too_old(group_id, after)
     next_after = rows[-1][0] if rows else after

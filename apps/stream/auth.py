@@ -59,5 +59,26 @@ class _ResolveCaller:
         return await self.inner(scope, receive, send)
 
 
+class _BearerOrBrowser:
+    """A handshake with ``Authorization`` goes straight to the caller check; only one
+    without it passes Channels' cookie, session and auth middleware first.
+
+    An agent has no Django session, and Channels' session middleware wraps the socket's
+    ``send`` for its whole life, checking the lazy session on every frame although a
+    websocket frame never carries a cookie: about a third of the consumer's CPU per
+    ``EVENT`` frame of a replay (15 -> 9-11 us in process; docs/benchmarks.md §8). Which
+    branch runs changes nothing else: with a bearer header, ``_ResolveCaller`` never reads
+    the session's user either.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.bearer = _ResolveCaller(inner)
+        self.browser = AuthMiddlewareStack(self.bearer)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        route = self.bearer if _header(scope, b"authorization") else self.browser
+        return await route(scope, receive, send)
+
+
 def StreamAuthMiddleware(inner: Any) -> Any:
-    return AuthMiddlewareStack(_ResolveCaller(inner))
+    return _BearerOrBrowser(inner)

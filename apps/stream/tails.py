@@ -41,7 +41,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
 #: events read from the log per query, by a tail or by a consumer below its cache
-PAGE = 500
+PAGE = selectors.MAX_PAGE
 #: events a tail keeps for its consumers; one further behind reads the log itself
 CACHED_EVENTS = 4096
 

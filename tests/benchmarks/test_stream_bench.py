@@ -1,7 +1,7 @@
 """Smoke tests of the stream benchmarks (``benchmarks/stream.py``, ``benchmarks/replay.py``,
 report sections 7 and 8).
 
-Tiny sizes against the test database and a real daphne: the subscribers authenticate,
+Tiny sizes against the test database and a real server: the subscribers authenticate,
 receive every timed event once and in order, the bulk-built log is a valid chain that the
 write path extends, and each section replaces only itself in the report. No speed is
 asserted.
@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
+from django.db import connection
+from psycopg.conninfo import make_conninfo
 
 from apps.ledger.models import Event, GroupLog
 from benchmarks.replay import (
     GROUP,
+    KEYSET_WAYS,
     BuiltGroup,
     ReplayResult,
     ReplayRun,
     check_cached,
+    keyset_read,
     populate,
     replay_rest,
     replay_stream,
@@ -32,6 +37,7 @@ from benchmarks.stream_report import (
     REPLAY_BEGIN,
     STREAM_BEGIN,
     carry_over,
+    replay_section,
     splice_replay,
     splice_stream,
 )
@@ -118,15 +124,49 @@ def test_the_replays_read_the_whole_bulk_built_log(live_asgi_server):
 
     stream = replay_stream(ws_url, reader.token, built)
     rest = replay_rest(live_asgi_server.url, reader.token, built)
+    keyset = keyset_read(_test_database_url(), built, way=KEYSET_WAYS[0])
 
     assert (stream.events, rest.events, rest.requests) == (1200, 1200, 2)
+    assert (keyset.events, keyset.requests) == (1200, 2)
     assert stream.seconds > 0
     assert rest.seconds > 0
-    result = ReplayResult(built=built, runs=[stream, rest])
+    assert keyset.seconds > 0
+    result = ReplayResult(built=built, runs=[keyset, stream, rest])
+    assert result.ceiling == keyset.rate
     assert ReplayResult.from_dict(json.loads(json.dumps(result.as_dict()))).runs == [
+        keyset,
         stream,
         rest,
     ]
+
+
+def _test_database_url() -> str:
+    """The test database, as a psycopg connection string (the raw read uses no Django)."""
+    return make_conninfo(os.environ["DATABASE_URL"], dbname=connection.settings_dict["NAME"])
+
+
+def test_the_replays_are_reported_as_shares_of_the_faster_raw_keyset_read():
+    """Section 8 divides each replay's rate by the faster of the two raw keyset reads and
+    says whether issue 15's 0.5x holds for both; without a keyset read it says so."""
+    built = BuiltGroup("db", "g", 10, "h", 6, "r", "", "now", 1.0, 1.0)
+    runs = [
+        ReplayRun(KEYSET_WAYS[0], 10, 1.0, 0.0, 0.1, 1),  # 10/s
+        ReplayRun("stream", 10, 2.0, 0.5, 0.5),  # 5/s
+        ReplayRun("rest", 10, 0.5, 0.5, 0.5, 1, {"p50": 1.0, "p99": 2.0}),  # 20/s
+        ReplayRun(KEYSET_WAYS[1], 10, 0.5, 0.0, 0.1, 1),  # 20/s: the ceiling
+    ]
+
+    section = "\n".join(replay_section(ReplayResult(built=built, runs=runs), "cmd"))
+
+    assert "| 10 | 0.5 | 20 | 1.00× |" in section  # REST at the ceiling
+    assert "| 10 | 2.0 | 5 | 0.25× |" in section
+    assert "| 10 | 1.0 | 10 | 0.50× |" in section  # the slower keyset read
+    assert "stream 0.25×, REST 1.00× of 20 events/s — does **not** hold." in section
+    fast = [*runs[:1], dataclasses.replace(runs[1], seconds=1.0), *runs[2:]]
+    section = "\n".join(replay_section(ReplayResult(built=built, runs=fast), "cmd"))
+    assert "stream 0.50×, REST 1.00× of 20 events/s — holds." in section
+    section = "\n".join(replay_section(ReplayResult(built=built, runs=runs[1:3]), "cmd"))
+    assert "not measured (this run has no raw keyset read)" in section
 
 
 def test_each_stream_section_replaces_only_itself_and_a_full_run_keeps_both():
@@ -149,9 +189,9 @@ def test_each_stream_section_replaces_only_itself_and_a_full_run_keeps_both():
 
     again = splice_stream(first, dataclasses.replace(stream, servers=3), "three")
     assert again.count(STREAM_BEGIN) == again.count(REPLAY_BEGIN) == 1
-    assert "3 daphne process(es)" in again
-    assert "2 daphne process(es)" not in again
-    assert again.replace("`three`", "`one`").replace("3 daphne", "2 daphne") == first
+    assert "3 process(es) of the server" in again
+    assert "2 process(es) of the server" not in again
+    assert again.replace("`three`", "`one`").replace("3 process(es)", "2 process(es)") == first
 
     kept = carry_over(first, legacy)
     assert kept == first

@@ -363,3 +363,30 @@ async def test_a_browser_session_from_an_allowed_origin_streams_as_the_user(
     frames = await _frames(socket, 3)
     assert [frame["event"]["type"] for frame in frames] == ["membership.granted"] * 3
     await socket.disconnect()
+
+
+@pytest.mark.usefixtures("in_memory_layer")
+async def test_a_bearer_token_decides_who_is_on_the_socket_even_beside_a_browser_session(
+    world: World,
+) -> None:
+    """wire§7: with ``Authorization`` the socket is the token's agent, whatever session cookie
+    comes along: a member's browser session does not let a non-member's token read the group,
+    and a stale token is refused although the session is valid."""
+    outsider = await database_sync_to_async(factories.agent)("w3", world.org)
+    await database_sync_to_async(outsider.open_session)()
+    browser = [(b"cookie", await _browser_session(world)), (b"origin", b"http://127.0.0.1:8000")]
+
+    socket = _socket(_bearer(outsider.token), *browser)
+    connected, _ = await socket.connect()
+    assert connected
+    await socket.send_json_to({"op": "SUBSCRIBE", "group": world.group, "afterSequence": 0})
+    (frame,) = await _frames(socket, 1)
+    assert (frame["op"], frame["code"]) == ("ERROR", "NOT_A_MEMBER")
+    await socket.disconnect()
+
+    stale = outsider.token
+    await database_sync_to_async(outsider.open_session)()
+    socket = _socket(_bearer(stale), *browser)
+    connected, _ = await socket.connect()
+    assert not connected
+    await socket.disconnect()

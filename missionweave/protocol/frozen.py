@@ -12,6 +12,7 @@ built directly; anything else goes to ``dataclasses.replace``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -21,25 +22,41 @@ _set = object.__setattr__
 def replace[T](obj: T, /, **changes: Any) -> T:
     """``dataclasses.replace(obj, **changes)``, the same result and the same ``TypeError``
     for a name that is not a field."""
-    cls = type(obj)
-    names = _plain_fields(cls)
-    if names is None:
+    copier = _copier(type(obj))
+    if copier is None:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    if not changes.keys() <= names:
-        unknown = ", ".join(sorted(changes.keys() - names))
-        raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument {unknown}")
-    new = object.__new__(cls)
-    for name in names:
-        _set(new, name, changes[name] if name in changes else getattr(obj, name))
-    return new
+    return copier(obj, changes)
+
+
+Copier = Callable[[Any, dict[str, Any]], Any]
 
 
 @cache
-def _plain_fields(cls: type) -> frozenset[str] | None:
-    """The field names of ``cls`` when a copy can skip ``__init__``; ``None`` otherwise."""
+def _copier(cls: type) -> Copier | None:
+    """A function that copies an instance of ``cls`` with changes, setting each field
+    directly, or ``None`` when a copy must go through ``__init__`` (``__post_init__``, an
+    ``init=False`` field). It is written out field by field once per class: a loop over
+    the fields with ``getattr`` cost as much as ``dataclasses.replace`` saved."""
     if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
         return None
     fields = dataclasses.fields(cls)
     if any(not field.init for field in fields):
         return None
-    return frozenset(field.name for field in fields)
+    names = [field.name for field in fields]
+    if not all(name.isidentifier() for name in names):
+        return None
+    lines = [
+        "def copy(obj, changes):",
+        "    if not changes.keys() <= NAMES:",
+        "        raise TypeError(f'{CLS.__name__}.__init__() got an unexpected keyword "
+        "argument {sorted(changes.keys() - NAMES)[0]!r}')",
+        "    new = NEW(CLS)",
+        *(
+            f"    SET(new, {name!r}, changes[{name!r}] if {name!r} in changes else obj.{name})"
+            for name in names
+        ),
+        "    return new",
+    ]
+    scope = {"NAMES": frozenset(names), "CLS": cls, "NEW": object.__new__, "SET": _set}
+    exec("\n".join(lines), scope)  # noqa: S102 (the source is built from the class's own field names)
+    return scope["copy"]

@@ -285,8 +285,9 @@ def _celery_broker() -> tuple[str, dict]:
 
     ``CELERY_BROKER_URL`` wins; otherwise Redis when ``REDIS_URL`` is set (a separate database
     through ``MWP_CELERY_REDIS_URL`` if wanted); otherwise the embedded default, kombu's
-    ``filesystem://`` transport under ``var/celery``: no server, one host, ~0.1 s polling, and
-    a message in flight is lost on ``kill -9`` (TOOLCHAIN.md gotcha 6).
+    ``filesystem://`` transport under ``var/celery`` (with messages written whole:
+    ``missionweave.filesystem_broker``): no server, one host, ~0.1 s polling, and a message in
+    flight is lost on ``kill -9`` (TOOLCHAIN.md gotcha 6).
     """
     url = (
         os.environ.get("CELERY_BROKER_URL")
@@ -312,6 +313,8 @@ def _celery_broker() -> tuple[str, dict]:
 
 
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = _celery_broker()
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT = "missionweave.filesystem_broker:Transport"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Nothing reads a sweep's result: results are off unless a backend is configured (the tests
 # configure Redis to wait for ``apps.work.tasks.ping``, which opts in with ignore_result=False).

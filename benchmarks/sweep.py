@@ -129,11 +129,6 @@ class SweepResult:
         (issue 15's must-hold: at most 5)."""
         return self.sweep_s / self.ceiling_script_s if self.ceiling_script_s > 0 else float("nan")
 
-    @property
-    def ratio_update(self) -> float:
-        """How many times longer the sweep takes than the one-statement ceiling."""
-        return self.sweep_s / self.ceiling_s if self.ceiling_s > 0 else float("nan")
-
     def as_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "ratio": self.ratio}
 

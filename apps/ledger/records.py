@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from .models import CommandRecord
-from .reads import Read, Row, run_one, run_together
+from .reads import Read, Row, run_one
 from .statements import current
 
 _SELECT_MANY = (
@@ -39,14 +39,6 @@ def recorded(group_id: str, actor: str, command_id: str) -> Recorded | None:
     """The accepted command ``command_id`` of ``actor`` in ``group_id``, or ``None``."""
     (read,) = recorded_reads(group_id, [(actor, command_id)])
     return run_one(read).get((actor, command_id))
-
-
-def recorded_many(group_id: str, pairs: Collection[Pair]) -> dict[Pair, Recorded]:
-    """The records among ``pairs`` in ``group_id``, by pair."""
-    found: dict[Pair, Recorded] = {}
-    for answer in run_together(recorded_reads(group_id, pairs)):
-        found.update(answer)
-    return found
 
 
 def recorded_reads(group_id: str, pairs: Collection[Pair]) -> list[Read[dict[Pair, Recorded]]]:

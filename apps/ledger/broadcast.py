@@ -6,9 +6,11 @@ the log by sequence. A lost hint only delays delivery until the consumer's next 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
+import threading
 from typing import Any
 
 import redis
@@ -18,6 +20,9 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
+
+#: how long an exiting process waits for its last hints to reach Redis
+EXIT_DRAIN_S = 2.0
 
 
 def group_channel(group_id: str) -> str:
@@ -43,15 +48,20 @@ def announce_head(group_id: str, sequence: int) -> None:
 
 
 class _SyncPublisher:
-    """PUBLISH from any thread, loop or none, on one redis-py client per process.
+    """PUBLISH from any thread, loop or none, through one sender thread per process.
 
     ``RedisPubSubChannelLayer.group_send`` is a Redis PUBLISH of the layer's serialised
     message on ``<prefix>__group__<group>``; its consumers, in every process, subscribe to
-    that channel. Sent here synchronously it costs one round trip (~0.1 ms) from a Celery
-    task, a management command, a benchmark thread or a sync view alike, where
-    ``async_to_sync`` builds a loop and a connection per call from a thread without one
-    (~2.5 ms, docs/benchmarks.md) — issue 15 §4. The message bytes are the layer's own
+    that channel. ``async_to_sync`` would build a loop and a connection per call from a thread
+    without one (~2.5 ms, docs/benchmarks.md); a synchronous PUBLISH is still a Redis round
+    trip (~0.5 ms of a command's wall time at one client). So the caller only records the
+    hint, and a sender thread publishes it (issue 15 §4): a Celery task, a management
+    command, a request thread pay microseconds. The message bytes are the layer's own
     ``serialize`` (so encryption keys and the serializer format still apply).
+
+    Hints waiting for the sender are coalesced per group to the highest head: a hint only
+    says "read the log up to here", so the latest one says everything the earlier ones did.
+    Under load one pipelined round trip carries every group that moved meanwhile.
     """
 
     def __init__(self, layer: RedisPubSubChannelLayer, url: str, prefix: str) -> None:
@@ -59,9 +69,54 @@ class _SyncPublisher:
         self.prefix = prefix
         self.client = redis.Redis.from_url(url)
         self.pid = os.getpid()
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._sending = False
+        self._changed = threading.Condition()
+        self._sender: threading.Thread | None = None
 
     def publish(self, group: str, message: dict[str, Any]) -> None:
-        self.client.publish(f"{self.prefix}__group__{group}", self.layer.serialize(message))
+        """Queue ``message`` for the sender; keeps only the highest head per group."""
+        with self._changed:
+            waiting = self._pending.get(group)
+            if waiting is None or waiting["head"] < message["head"]:
+                self._pending[group] = message
+            if self._sender is None:
+                self._sender = threading.Thread(
+                    target=self._send_forever, name="mwp-hint-sender", daemon=True
+                )
+                self._sender.start()
+                atexit.register(self.drain, EXIT_DRAIN_S)
+            self._changed.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until every queued hint has been sent (or failed); ``False`` on timeout."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: not self._pending and not self._sending, timeout=timeout
+            )
+
+    def _send_forever(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._pending))
+                batch, self._pending = self._pending, {}
+                self._sending = True
+            try:
+                self._send(batch)
+            except Exception:  # a hint that cannot be sent is not an error of any command
+                logger.warning(
+                    "could not announce the heads of %d group(s)", len(batch), exc_info=True
+                )
+            finally:
+                with self._changed:
+                    self._sending = False
+                    self._changed.notify_all()
+
+    def _send(self, batch: dict[str, dict[str, Any]]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for group, message in batch.items():
+            pipe.publish(f"{self.prefix}__group__{group}", self.layer.serialize(message))
+        pipe.execute()
 
 
 _publishers: dict[int, _SyncPublisher] = {}

@@ -295,8 +295,8 @@ def submit_batch(
 ) -> list[Outcome | ProtocolError]:
     """Judge each command on its own, in order, under one lock of the group head.
 
-    Each item runs in its own savepoint, so a refused item leaves no trace and does not stop
-    the ones after it; the batch holds the head lock once instead of once per command.
+    A refused item stages nothing (``Stage``), so it leaves no trace and does not stop the
+    ones after it; the batch holds the head lock once instead of once per command.
     """
     types = [metrics.command_type(document) for document in documents]
     metrics.BATCH_SIZE.observe(len(documents))

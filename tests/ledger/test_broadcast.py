@@ -1,10 +1,12 @@
 """After-commit hints (``apps/ledger/broadcast.py``): with the Redis pub/sub layer a hint is
-one synchronous PUBLISH from any thread, and a consumer subscribed through the layer gets it
-(issue 15 §4). Hints stay hints: the stream reads the log by sequence (wire.md §7)."""
+queued from any thread and published by the process's sender thread, coalesced per group to
+the highest head, and a consumer subscribed through the layer gets it (issue 15 §4). Hints
+stay hints: the stream reads the log by sequence (wire.md §7)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import uuid
@@ -57,3 +59,51 @@ def test_the_in_memory_layer_keeps_publishing_on_its_consumers_loop(settings) ->
     """The embedded default's layer lives in one process's loop: no Redis publisher."""
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     assert broadcast._publisher(get_channel_layer()) is None
+
+
+def test_a_burst_of_hints_arrives_in_order_and_ends_at_the_highest_head(pubsub_layer) -> None:
+    """Coalescing may skip intermediate heads, never reorder them or lose the last one."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def listen() -> list[int]:
+        channel = await pubsub_layer.new_channel()
+        await pubsub_layer.group_add(group_channel(group), channel)
+        await asyncio.sleep(0.2)
+        sender = threading.Thread(
+            target=lambda: [announce_head(group, head) for head in range(1, 301)]
+        )
+        sender.start()
+        heads: list[int] = []
+        try:
+            while not heads or heads[-1] != 300:
+                message = await asyncio.wait_for(pubsub_layer.receive(channel), timeout=5)
+                heads.append(message["head"])
+        finally:
+            sender.join()
+            await pubsub_layer.group_discard(group_channel(group), channel)
+        return heads
+
+    heads = asyncio.run(listen())
+
+    assert heads == sorted(set(heads))
+    assert heads[-1] == 300
+
+
+def test_an_unreachable_redis_costs_the_caller_no_error(settings, caplog) -> None:
+    """The command has committed: a hint Redis cannot take is logged by the sender thread,
+    never raised to the caller (a lost hint only delays delivery to the next head poll)."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"], "prefix": "unreachable"},
+        }
+    }
+    layer = get_channel_layer()
+    caplog.set_level(logging.WARNING, logger="apps.ledger.broadcast")
+
+    announce_head("g-unreachable", 1)
+    publisher = broadcast._publisher(layer)
+
+    assert publisher is not None
+    assert publisher.drain(timeout=30)
+    assert "could not announce" in caplog.text

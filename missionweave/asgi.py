@@ -1,8 +1,10 @@
 """ASGI entry point: HTTP (API, dashboard) and the websocket stream ``/ws/v1/stream``.
 
 ``/api/v1/artifacts/`` is answered ahead of Django by ``apps.artifacts.asgi``, which reads an
-upload's body as it arrives; serve with uvicorn for that to stream (daphne, like Django's own
-handler, reads a whole body before the application runs).
+upload's body as it arrives; the command endpoints ``POST /api/v1/groups/{group}/commands``
+and ``commands:batch`` by ``apps.api.edge``, below Django's request handling. Serve with
+uvicorn for bodies to stream (daphne, like Django's own handler, reads a whole body before the
+application runs).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from apps.api.edge import CommandEdge  # noqa: E402
 from apps.artifacts.asgi import mount_artifacts  # noqa: E402
 from apps.stream.auth import StreamAuthMiddleware  # noqa: E402
 from apps.stream.consumers import StreamConsumer  # noqa: E402
@@ -24,7 +27,7 @@ from apps.stream.consumers import StreamConsumer  # noqa: E402
 application = mount_artifacts(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            "http": CommandEdge(django_asgi_app),
             "websocket": StreamAuthMiddleware(
                 URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
             ),

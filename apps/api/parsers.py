@@ -10,6 +10,29 @@ from rest_framework.parsers import BaseParser
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
+JSON_TYPE = "application/json"
+
+
+def check_json_media_type(content_type: str | None) -> None:
+    """wire.md §1: a JSON request body is ``application/json``, with no parameter but an optional
+    ``charset=utf-8``; anything else (``*/*``, ``application/*``, another charset, a form,
+    no type at all) is 415 ``UNSUPPORTED_MEDIA_TYPE``."""
+    media, *parameters = (content_type or "").split(";")
+    acceptable = media.strip().lower() == JSON_TYPE and all(
+        _is_utf8_charset(parameter) for parameter in parameters
+    )
+    if not acceptable:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            f'Unsupported media type "{content_type or ""}" in request.',
+            requirement="wire§1",
+        )
+
+
+def _is_utf8_charset(parameter: str) -> bool:
+    name, _, value = parameter.partition("=")
+    return name.strip().lower() == "charset" and value.strip().strip('"').lower() == "utf-8"
+
 
 def body_limit(parser_context: dict[str, Any] | None) -> int:
     """The size limit of the view's body: the setting its ``body_limit_setting`` names, read per
@@ -36,6 +59,7 @@ class StrictJSONParser(BaseParser):
         media_type: str | None = None,
         parser_context: dict[str, Any] | None = None,
     ) -> Any:
+        check_json_media_type(media_type)
         limit = body_limit(parser_context)
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -10,19 +9,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.ledger import authority, selectors
-from apps.ledger.write_path import Outcome, submit_batch, submit_command
+from apps.ledger.write_path import Outcome, submit_command
 from apps.work.selectors import mission_document, work_item_document
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-from .. import schema
+from .. import commands, schema
 from ..authentication import require_caller
+from ..parsers import check_json_media_type
 
 
 def _outcome_response(outcome: Outcome) -> Response:
-    response = Response(outcome.body, status=outcome.status)
-    if outcome.replayed:
-        response["Idempotent-Replayed"] = "true"
-    return response
+    return Response(outcome.body, status=outcome.status, headers=commands.outcome_headers(outcome))
 
 
 class CommandSubmitApi(APIView):
@@ -40,6 +37,7 @@ class CommandSubmitApi(APIView):
     )
     def post(self, request: Request, group: str) -> Response:
         caller = require_caller(request)
+        check_json_media_type(request.content_type)  # also when the body is empty
         outcome = submit_command(group_id=group, document=request.data, caller=caller)
         return _outcome_response(outcome)
 
@@ -55,38 +53,8 @@ class CommandBatchApi(APIView):
     )
     def post(self, request: Request, group: str) -> Response:
         caller = require_caller(request)
-        data = request.data
-        if (
-            not isinstance(data, dict)
-            or set(data) != {"commands"}
-            or not isinstance(data["commands"], list)
-        ):
-            raise ProtocolError(
-                ErrorCode.MALFORMED,
-                'a batch is {"commands": [envelope, ...]}',
-                requirement="wire§4",
-                details={"path": "$.commands"},
-            )
-        commands = data["commands"]
-        if len(commands) > settings.MWP_MAX_BATCH_COMMANDS:
-            raise ProtocolError(
-                ErrorCode.TOO_LARGE,
-                f"a batch holds at most {settings.MWP_MAX_BATCH_COMMANDS} commands",
-                requirement="wire§1",
-                details={"limit": settings.MWP_MAX_BATCH_COMMANDS},
-            )
-        selectors.group_log(group)
-        results = submit_batch(group_id=group, documents=commands, caller=caller)
-        return Response(
-            {
-                "results": [
-                    {"status": item.status, "body": item.as_body()}
-                    if isinstance(item, ProtocolError)
-                    else {"status": item.status, "body": item.body}
-                    for item in results
-                ]
-            }
-        )
+        check_json_media_type(request.content_type)
+        return Response(commands.batch_document(group, request.data, caller))
 
 
 def non_negative_int(request: Request, name: str, default: int) -> int:

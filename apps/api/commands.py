@@ -1,0 +1,55 @@
+"""What the command endpoints answer, shared by their DRF views and the edge (``edge``).
+
+``POST /groups/{group}/commands`` and ``commands:batch`` are answered ahead of Django by
+:mod:`apps.api.edge` when the app is served over ASGI, and by the DRF views in
+:mod:`apps.api.views.groups` otherwise (Django's test client, the OpenAPI document). Both
+call these functions, so the two doors cannot answer differently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from apps.ledger import selectors
+from apps.ledger.write_path import Caller, Outcome, submit_batch
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+
+def outcome_headers(outcome: Outcome) -> dict[str, str]:
+    """The headers an answered command adds (wire.md §3: a replay says so)."""
+    return {"Idempotent-Replayed": "true"} if outcome.replayed else {}
+
+
+def batch_document(group: str, data: Any, caller: Caller) -> dict[str, Any]:
+    """The answer to ``commands:batch``: each item judged on its own, in order (wire.md §4)."""
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"commands"}
+        or not isinstance(data["commands"], list)
+    ):
+        raise ProtocolError(
+            ErrorCode.MALFORMED,
+            'a batch is {"commands": [envelope, ...]}',
+            requirement="wire§4",
+            details={"path": "$.commands"},
+        )
+    commands = data["commands"]
+    if len(commands) > settings.MWP_MAX_BATCH_COMMANDS:
+        raise ProtocolError(
+            ErrorCode.TOO_LARGE,
+            f"a batch holds at most {settings.MWP_MAX_BATCH_COMMANDS} commands",
+            requirement="wire§1",
+            details={"limit": settings.MWP_MAX_BATCH_COMMANDS},
+        )
+    selectors.group_log(group)
+    results = submit_batch(group_id=group, documents=commands, caller=caller)
+    return {
+        "results": [
+            {"status": item.status, "body": item.as_body()}
+            if isinstance(item, ProtocolError)
+            else {"status": item.status, "body": item.body}
+            for item in results
+        ]
+    }

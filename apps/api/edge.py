@@ -1,0 +1,281 @@
+"""The command endpoints as a raw ASGI application, answered ahead of Django's stack.
+
+``POST /api/v1/groups/{group}/commands`` is the protocol's hot path. Through Django's ASGI
+handler a request pays a thread per request, the whole middleware chain, DRF's request and
+negotiation: about 8 ms of CPU on this machine kind against ~3 ms for the write path itself
+(docs/benchmarks.md, issue 15). Here the request is answered from its ``http.request``
+messages with exactly what those layers did for it:
+
+- the ``Host`` is checked against ``ALLOWED_HOSTS`` (``MALFORMED`` 400, a §8 document);
+- the bearer token is judged from the headers, then the media type (``parsers``) and the
+  declared ``Content-Length``, all before a byte of the body is read (wire.md §3 step 1);
+- the body is counted as it arrives, a chunked one too, and cut at the limit (413);
+- the command runs on a small pool of threads that keep their database connection between
+  requests the way Django's request signals manage it (``close_old_connections``);
+- the answer carries the headers Django's security middleware and DRF would have set.
+
+What the endpoints decide is :mod:`apps.api.commands` and the write path, shared with the DRF
+views, which still answer the same paths under Django's test client and document them in
+the OpenAPI schema. Any other request, and every request when HTTPS redirection applies, goes
+to the inner application unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django.http.request import split_domain_port, validate_host
+
+from apps.artifacts.http import ClientGone, Receive, Request, Responder, Scope, Send
+from apps.ledger.write_path import Caller, submit_command
+from apps.registry.services import authenticate_bearer
+from missionweave.protocol import strictjson
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+from .commands import batch_document, outcome_headers
+from .parsers import check_json_media_type, too_large
+
+logger = logging.getLogger(__name__)
+
+#: wire.md §1 ids, as the URL converter ``wid`` matches them; anything else is Django's 404
+COMMAND_PATH = re.compile(r"/api/v1/groups/([A-Za-z0-9._:-]{1,128})/(commands(?::batch)?)")
+RETRY_AFTER_S = "5"
+#: threads answering commands per process; each holds at most one database connection
+EDGE_THREADS = 8
+
+
+class CommandEdge:
+    """Answers the command endpoints; sends everything else to ``inner``."""
+
+    def __init__(self, inner: Callable[..., Any], *, threads: int = EDGE_THREADS) -> None:
+        self.inner = inner
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mwp-edge")
+        self._headers: list[tuple[str, str]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match = _command_path(scope)
+        if match is None:
+            await self.inner(scope, receive, send)
+            return
+        group, endpoint = match
+        request = Request(scope, "")
+        responder = Responder(send, head=False)
+        security = self._security_headers(_is_secure(scope))
+        try:
+            status, document, headers = await self._answer(request, receive, group, endpoint)
+            await _json(responder, status, document, [*headers, *security])
+        except ClientGone:
+            return
+        except ProtocolError as error:
+            await self._refuse(responder, request, security, error)
+        except DatabaseError:
+            logger.exception("database unavailable at %s", scope["path"])
+            await self._refuse(
+                responder,
+                request,
+                security,
+                ProtocolError(ErrorCode.INTERNAL, "database unavailable, retry later"),
+                status=503,
+                extra=[("retry-after", RETRY_AFTER_S)],
+            )
+        except Exception:
+            logger.exception("unhandled error at %s", scope["path"])
+            await self._refuse(
+                responder,
+                request,
+                security,
+                ProtocolError(ErrorCode.INTERNAL, "internal error", requirement="wire§8"),
+            )
+
+    async def _answer(
+        self, request: Request, receive: Receive, group: str, endpoint: str
+    ) -> tuple[int, Any, list[tuple[str, str]]]:
+        """The status, document and headers of the answer, judged in wire.md §3's order."""
+        _check_host(request)
+        caller = await self._run(_caller, request.header("authorization"))
+        check_json_media_type(request.header("content-type"))
+        limit = (
+            settings.MWP_MAX_COMMAND_BYTES
+            if endpoint == "commands"
+            else settings.MWP_MAX_BATCH_BYTES
+        )
+        declared = request.content_length()
+        if declared is not None and declared > limit:
+            raise too_large(limit)
+        body = await _read_body(request, receive, limit=limit)
+        data = strictjson.parse(body)
+        if endpoint == "commands":
+            outcome = await self._run(
+                partial(submit_command, group_id=group, document=data, caller=caller)
+            )
+            return outcome.status, outcome.body, list(outcome_headers(outcome).items())
+        document = await self._run(batch_document, group, data, caller)
+        return 200, document, []
+
+    async def _run[T](self, function: Callable[..., T], *args: Any) -> T:
+        """``function`` on one of the edge's threads, between the connection checks Django
+        runs at the start and end of every request."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, partial(_within_request, function, *args)
+        )
+
+    async def _refuse(
+        self,
+        responder: Responder,
+        request: Request,
+        security: list[tuple[str, str]],
+        error: ProtocolError,
+        *,
+        status: int | None = None,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        if responder.started:
+            return  # too late for a status: the incomplete response ends the connection
+        try:
+            await responder.error(
+                error,
+                status=status,
+                headers=[*(extra or []), *security],
+                close=request.must_close_unread,
+            )
+        except Exception:
+            logger.exception("could not send the refusal %s", error.code)
+
+    def _security_headers(self, secure: bool) -> list[tuple[str, str]]:
+        """What ``SecurityMiddleware`` and ``XFrameOptionsMiddleware`` add to a response."""
+        if self._headers is None:
+            self._headers = _security_headers()
+        if secure and settings.SECURE_HSTS_SECONDS:
+            return [*self._headers, ("strict-transport-security", _hsts())]
+        return self._headers
+
+
+def _security_headers() -> list[tuple[str, str]]:
+    headers = []
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers.append(("x-content-type-options", "nosniff"))
+    if settings.SECURE_REFERRER_POLICY:
+        policy = settings.SECURE_REFERRER_POLICY
+        value = policy if isinstance(policy, str) else ",".join(policy)
+        headers.append(("referrer-policy", value))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers.append(("cross-origin-opener-policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
+    headers.append(("x-frame-options", settings.X_FRAME_OPTIONS.upper()))
+    return headers
+
+
+def _hsts() -> str:
+    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+    if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+        value += "; includeSubDomains"
+    if settings.SECURE_HSTS_PRELOAD:
+        value += "; preload"
+    return value
+
+
+def _command_path(scope: Scope) -> tuple[str, str] | None:
+    """``(group, endpoint)`` for a POST this edge answers, else ``None``."""
+    if scope["type"] != "http" or scope.get("method") != "POST":
+        return None
+    if settings.SECURE_SSL_REDIRECT and not _is_secure(scope):
+        return None  # SecurityMiddleware redirects it to HTTPS: let Django answer
+    match = COMMAND_PATH.fullmatch(scope.get("path", ""))
+    return (match[1], match[2]) if match is not None else None
+
+
+def _is_secure(scope: Scope) -> bool:
+    """Django's ``request.is_secure()``: the scheme, or the proxy's header when trusted."""
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    if proxy:
+        name, expected = proxy
+        wanted = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
+        for header, value in scope.get("headers", []):
+            if header.lower() == wanted:
+                return value.decode("latin-1").split(",")[0].strip() == expected
+        return False
+    return scope.get("scheme") == "https"
+
+
+def _check_host(request: Request) -> None:
+    """Django's ``request.get_host()`` check, answered as a §8 document."""
+    host = request.header("host")
+    if settings.USE_X_FORWARDED_HOST and request.header("x-forwarded-host"):
+        host = request.header("x-forwarded-host")
+    if host is None:
+        server = request.scope.get("server") or ("", None)
+        host = f"{server[0]}:{server[1]}" if server[1] else str(server[0])
+    domain, _port = split_domain_port(host)
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    if not domain or not validate_host(domain, allowed):
+        raise ProtocolError(
+            ErrorCode.MALFORMED,
+            "the Host header is not one this server answers for",
+            requirement="wire§8",
+        )
+
+
+def _caller(authorization: str | None) -> Caller:
+    """wire.md §3 step 1: the caller of a known bearer token, judged from the headers."""
+    if not authorization:
+        raise ProtocolError(ErrorCode.UNAUTHENTICATED, "a bearer token is required")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ProtocolError(ErrorCode.UNAUTHENTICATED, "expected Authorization: Bearer <token>")
+    return authenticate_bearer(token.strip()).caller
+
+
+def _within_request[T](function: Callable[..., T], *args: Any) -> T:
+    close_old_connections()
+    try:
+        return function(*args)
+    finally:
+        close_old_connections()
+
+
+async def _read_body(request: Request, receive: Receive, *, limit: int) -> bytes:
+    """The whole body, counted as it arrives: ``TOO_LARGE`` past ``limit`` (a chunked body
+    has no declared length to refuse up front), ``ClientGone`` on a disconnect."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        part = message.get("body", b"")
+        if part:
+            total += len(part)
+            if total > limit:
+                raise too_large(limit)
+            parts.append(part)
+        if not message.get("more_body", False):
+            request.body_consumed = True
+            return b"".join(parts)
+
+
+async def _json(
+    responder: Responder, status: int, document: Any, headers: list[tuple[str, str]]
+) -> None:
+    """The answer as DRF's ``JSONRenderer`` writes it here: compact, UTF-8, no NaN."""
+    payload = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    body = payload.encode("utf-8")
+    await responder.start(
+        status,
+        [
+            ("content-type", "application/json"),
+            ("content-length", str(len(body))),
+            ("allow", "POST, OPTIONS"),
+            *((name.lower(), value) for name, value in headers),
+        ],
+    )
+    await responder.body(body)

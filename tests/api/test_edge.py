@@ -1,0 +1,336 @@
+"""The command endpoints answered ahead of Django (``apps/api/edge.py``, issue 15).
+
+Two doors answer ``POST /groups/{group}/commands`` and ``commands:batch``: the edge, which
+every ASGI server runs, and the DRF views behind Django's stack, which the test client and the
+OpenAPI document use. The property test sends the same requests through both, in process,
+and holds their answers equal. The socket tests check what only the edge can do under a
+server that streams bodies (uvicorn): refuse before a byte of the body is read (wire.md §3
+step 1, §1 limits) and read a chunked body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from asgiref.testing import ApplicationCommunicator
+from django.core.asgi import get_asgi_application
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apps.api.edge import CommandEdge
+from tests.factories import World, mission_body
+from tests.live_server import LiveServer, uvicorn_server
+
+from .http import head_sequence
+
+__all__ = ["uvicorn_server"]
+
+Headers = list[tuple[bytes, bytes]]
+
+CONTENT_TYPES = [
+    None,
+    "application/json",
+    "application/json; charset=utf-8",
+    "Application/JSON;charset=UTF-8",
+    "*/*",
+    "application/*",
+    "text/plain",
+    "application/json; charset=latin-1",
+    "application/json; version=2",
+    "multipart/form-data; boundary=x",
+    "application/jsonx",
+]
+
+
+def _scope(path: str, headers: Headers) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode("latin-1"),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 80),
+    }
+
+
+async def _call(app: Any, path: str, headers: Headers, body: bytes) -> tuple[int, dict, bytes]:
+    communicator = ApplicationCommunicator(app, _scope(path, headers))
+    await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
+    start = await communicator.receive_output(timeout=30)
+    chunks = [start]
+    while chunks[-1].get("more_body", chunks[-1]["type"] == "http.response.start"):
+        chunks.append(await communicator.receive_output(timeout=30))
+    await communicator.wait(timeout=30)
+    answer = b"".join(message.get("body", b"") for message in chunks[1:])
+    names = {name.decode("latin-1").lower(): value.decode() for name, value in start["headers"]}
+    return start["status"], names, answer
+
+
+def _essence(status: int, body: bytes) -> tuple[int, object]:
+    """What must be equal: the status, and the error code of a refusal or the whole answer."""
+    document = json.loads(body)
+    if status >= 400:
+        return status, document["error"]["code"]
+    return status, document
+
+
+@pytest.fixture(scope="module")
+def doors() -> tuple[Any, Any]:
+    django_app = get_asgi_application()
+    return CommandEdge(django_app), django_app
+
+
+@pytest.mark.django_db(transaction=True)
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_the_edge_answers_every_request_as_django_does(
+    world: World, doors: tuple[Any, Any], data: st.DataObject
+) -> None:
+    """Any token, media type, body and endpoint: the same status and the same error code or
+    answer from both doors; an accepted command is a replay the second time (wire.md §3)."""
+    edge, django_app = doors
+    endpoint = data.draw(st.sampled_from(["commands", "commands:batch"]), label="endpoint")
+    group = data.draw(st.sampled_from([world.group, "g-unknown"]), label="group")
+    token = data.draw(
+        st.sampled_from(
+            [
+                None,
+                "",
+                "Bearer",
+                "Basic abc",
+                "Bearer mwps_unknown",
+                world.w1.token,
+                world.olga.token,
+            ]
+        ),
+        label="token",
+    )
+    content_type = data.draw(st.sampled_from(CONTENT_TYPES), label="content_type")
+    envelope = world.w1.command(world.group, "mission.create", mission_body())
+    document = {"commands": [envelope]} if endpoint == "commands:batch" else envelope
+    body = data.draw(
+        st.one_of(
+            st.just(json.dumps(document).encode()),
+            st.just(b""),
+            st.binary(max_size=64),
+            st.sampled_from([b"{}", b"[]", b"null", b'{"commands": 5}', b'{"id": "x"}']),
+            st.text(max_size=64).map(str.encode),
+        ),
+        label="body",
+    )
+    headers: Headers = [(b"host", b"127.0.0.1")]
+    if token is not None:
+        value = token if token.startswith(("Bearer", "Basic")) or not token else f"Bearer {token}"
+        headers.append((b"authorization", value.encode()))
+    if content_type is not None:
+        headers.append((b"content-type", content_type.encode()))
+    headers.append((b"content-length", str(len(body)).encode()))
+    path = f"/api/v1/groups/{group}/{endpoint}"
+    first, second = data.draw(st.permutations([edge, django_app]), label="order")
+
+    status_1, _, body_1 = asyncio.run(_call(first, path, headers, body))
+    status_2, _, body_2 = asyncio.run(_call(second, path, headers, body))
+
+    assert _essence(status_1, body_1) == _essence(status_2, body_2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_carries_the_headers_django_would_set(
+    world: World, doors: tuple[Any, Any]
+) -> None:
+    """Security headers, ``Vary``, ``Allow``, the replay marker and, on 401, the challenge."""
+    edge, django_app = doors
+    envelope = world.w1.command(world.group, "mission.create", mission_body())
+    body = json.dumps(envelope).encode()
+    headers: Headers = [
+        (b"host", b"127.0.0.1"),
+        (b"authorization", f"Bearer {world.w1.token}".encode()),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    path = f"/api/v1/groups/{world.group}/commands"
+    compared = (
+        "content-type", "x-content-type-options", "referrer-policy",
+        "cross-origin-opener-policy", "x-frame-options", "vary", "allow",
+    )  # fmt: skip
+
+    status, accepted, _ = asyncio.run(_call(edge, path, headers, body))
+    status_django, replayed_by_django, answer = asyncio.run(_call(django_app, path, headers, body))
+    _, replayed_by_edge, _ = asyncio.run(_call(edge, path, headers, body))
+    _, refused, _ = asyncio.run(_call(edge, path, headers[:1], body))
+
+    assert (status, status_django) == (201, 201), answer
+    assert {name: accepted.get(name) for name in compared} == {
+        name: replayed_by_django.get(name) for name in compared
+    }
+    assert "idempotent-replayed" not in accepted
+    assert replayed_by_edge["idempotent-replayed"] == replayed_by_django["idempotent-replayed"]
+    assert refused["www-authenticate"] == 'Bearer realm="missionweave"'
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_host_not_allowed_is_a_json_refusal(world: World, doors: tuple[Any, Any]) -> None:
+    """wire.md §8: the §8 document under /api/, where Django's stack answers an HTML 400."""
+    edge, _ = doors
+    before = head_sequence(world.group)
+    headers: Headers = [
+        (b"host", b"evil.example"),
+        (b"authorization", f"Bearer {world.w1.token}".encode()),
+        (b"content-type", b"application/json"),
+    ]
+    envelope = world.w1.command(world.group, "mission.create", mission_body())
+
+    status, _, body = asyncio.run(
+        _call(
+            edge, f"/api/v1/groups/{world.group}/commands", headers, json.dumps(envelope).encode()
+        )
+    )
+
+    assert (status, json.loads(body)["error"]["code"]) == (400, "MALFORMED")
+    assert head_sequence(world.group) == before
+
+
+# --- under a server that streams bodies ---------------------------------------------------
+
+
+def _connect(server: LiveServer) -> socket.socket:
+    parts = urlsplit(server.url)
+    return socket.create_connection((parts.hostname, parts.port), timeout=10)
+
+
+def _head(path: str, headers: dict[str, str]) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _response(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, Any]]:
+    buffer = b""
+    while b"\r\n\r\n" not in buffer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed before a response: {buffer!r}")
+        buffer += chunk
+    head, _, body = buffer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    while len(body) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(status_line.split()[1]), headers, json.loads(body)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("endpoint", ["commands", "commands:batch"])
+def test_no_token_is_refused_before_a_declared_512_mib_body(
+    uvicorn_server: LiveServer, world: World, endpoint: str
+) -> None:
+    """wire.md §3 step 1: headers alone are answered 401; not a byte of the body is sent."""
+    with _connect(uvicorn_server) as sock:
+        sock.sendall(
+            _head(
+                f"/api/v1/groups/{world.group}/{endpoint}",
+                {"Content-Type": "application/json", "Content-Length": str(512 * 1024 * 1024)},
+            )
+        )
+        status, headers, document = _response(sock)
+
+    assert (status, document["error"]["code"]) == (401, "UNAUTHENTICATED")
+    assert headers["connection"] == "close"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_declared_length_over_the_limit_is_413_before_the_body(
+    uvicorn_server: LiveServer, world: World
+) -> None:
+    """wire.md §1: a command body is at most 1 MiB; the declared length is enough to refuse."""
+    with _connect(uvicorn_server) as sock:
+        sock.sendall(
+            _head(
+                f"/api/v1/groups/{world.group}/commands",
+                {
+                    "Authorization": f"Bearer {world.w1.token}",
+                    "Content-Type": "application/json",
+                    "Content-Length": str(2 * 1024 * 1024),
+                },
+            )
+        )
+        status, _, document = _response(sock)
+
+    assert (status, document["error"]["code"]) == (413, "TOO_LARGE")
+    assert document["error"]["details"] == {"limit": 1024 * 1024}
+
+
+def _chunked(payload: bytes, size: int) -> bytes:
+    parts = [payload[i : i + size] for i in range(0, len(payload), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunked_command_is_read_and_accepted(uvicorn_server: LiveServer, world: World) -> None:
+    """A body without Content-Length is parsed as it arrives, not taken for an empty one."""
+    before = head_sequence(world.group)
+    envelope = world.w1.command(world.group, "mission.create", mission_body())
+    with _connect(uvicorn_server) as sock:
+        sock.sendall(
+            _head(
+                f"/api/v1/groups/{world.group}/commands",
+                {
+                    "Authorization": f"Bearer {world.w1.token}",
+                    "Content-Type": "application/json",
+                    "Transfer-Encoding": "chunked",
+                },
+            )
+            + _chunked(json.dumps(envelope).encode(), 100)
+        )
+        status, _, document = _response(sock)
+
+    assert status == 201, document
+    assert document["command_id"] == envelope["id"]
+    assert head_sequence(world.group) > before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunked_body_past_the_limit_is_cut_at_413(
+    uvicorn_server: LiveServer, world: World
+) -> None:
+    """Counted as it arrives: refused once past 1 MiB, nothing appended."""
+    before = head_sequence(world.group)
+    with _connect(uvicorn_server) as sock:
+        sock.sendall(
+            _head(
+                f"/api/v1/groups/{world.group}/commands",
+                {
+                    "Authorization": f"Bearer {world.w1.token}",
+                    "Content-Type": "application/json",
+                    "Transfer-Encoding": "chunked",
+                },
+            )
+        )
+        chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)
+        try:
+            for _ in range(40):  # 2.5 MiB, if the server let it all in
+                sock.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered and closed while we were still sending
+        status, headers, document = _response(sock)
+
+    assert (status, document["error"]["code"]) == (413, "TOO_LARGE")
+    assert headers["connection"] == "close"
+    assert head_sequence(world.group) == before

@@ -26,18 +26,26 @@ import asyncio
 import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.http.request import split_domain_port, validate_host
+from django.utils import timezone
 
 from apps.artifacts.http import ClientGone, Receive, Request, Responder, Scope, Send
 from apps.ledger.write_path import Caller, submit_command
-from apps.registry.services import authenticate_bearer
+from apps.registry.services import (
+    SESSION_TOKEN_PREFIX,
+    Authenticated,
+    authenticate_bearer,
+    token_digest,
+)
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -51,6 +59,8 @@ COMMAND_PATH = re.compile(r"/api/v1/groups/([A-Za-z0-9._:-]{1,128})/(commands(?:
 RETRY_AFTER_S = "5"
 #: threads answering commands per process; each holds at most one database connection
 EDGE_THREADS = 8
+#: agent session tokens remembered per process (``SessionCallers``)
+SESSION_CACHE_SIZE = 10_000
 
 
 class CommandEdge:
@@ -60,6 +70,8 @@ class CommandEdge:
         self.inner = inner
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mwp-edge")
         self._headers: list[tuple[str, str]] | None = None
+        #: read and written on the event loop's thread only
+        self._sessions = SessionCallers()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         match = _command_path(scope)
@@ -101,7 +113,14 @@ class CommandEdge:
     ) -> tuple[int, Any, list[tuple[str, str]]]:
         """The status, document and headers of the answer, judged in wire.md §3's order."""
         _check_host(request)
-        caller = await self._run(_caller, request.header("authorization"))
+        token = _bearer_token(request.header("authorization"))
+        # A batch judges its token in PostgreSQL: a replaced session's batch is one 401, as
+        # through Django's stack, not 200 with each item refused under the lock.
+        caller = self._sessions.get(token) if endpoint == "commands" else None
+        if caller is None:
+            authenticated = await self._run(authenticate_bearer, token)
+            self._sessions.remember(token, authenticated)
+            caller = authenticated.caller
         check_json_media_type(request.header("content-type"))
         limit = (
             settings.MWP_MAX_COMMAND_BYTES
@@ -225,14 +244,55 @@ def _check_host(request: Request) -> None:
         )
 
 
-def _caller(authorization: str | None) -> Caller:
-    """wire.md §3 step 1: the caller of a known bearer token, judged from the headers."""
+def _bearer_token(authorization: str | None) -> str:
+    """wire.md §3 step 1: the token of ``Authorization: Bearer <token>``."""
     if not authorization:
         raise ProtocolError(ErrorCode.UNAUTHENTICATED, "a bearer token is required")
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ProtocolError(ErrorCode.UNAUTHENTICATED, "expected Authorization: Bearer <token>")
-    return authenticate_bearer(token.strip()).caller
+    return token.strip()
+
+
+class SessionCallers:
+    """Agent session tokens this process has judged, by digest, until their session expires.
+
+    Every agent command used to look its token up in PostgreSQL before its body was read: a
+    thread hop and a round trip per request. A session's token, agent, epoch and expiry never
+    change, so what can make a known token stale is a newer session of its agent, and the
+    write path refuses that under the group lock, before anything else it reads
+    (``STALE_SESSION``, R11.3-10, ``write_path._apply``). So a token found here is judged from
+    memory; its expiry is checked on every use. People's API tokens are not kept: a user can
+    be deactivated, and their requests are rare.
+    """
+
+    def __init__(self, capacity: int = SESSION_CACHE_SIZE) -> None:
+        self.capacity = capacity
+        self._callers: OrderedDict[str, tuple[Caller, datetime]] = OrderedDict()
+
+    def get(self, token: str) -> Caller | None:
+        if not token.startswith(SESSION_TOKEN_PREFIX + "_"):
+            return None
+        digest = token_digest(token)
+        found = self._callers.get(digest)
+        if found is None:
+            return None
+        caller, expires_at = found
+        if expires_at <= timezone.now():
+            del self._callers[digest]
+            return None
+        self._callers.move_to_end(digest)
+        return caller
+
+    def remember(self, token: str, authenticated: Authenticated) -> None:
+        if authenticated.session is None:
+            return
+        self._callers[token_digest(token)] = (
+            authenticated.caller,
+            authenticated.session.expires_at,
+        )
+        if len(self._callers) > self.capacity:
+            self._callers.popitem(last=False)
 
 
 def _within_request[T](function: Callable[..., T], *args: Any) -> T:

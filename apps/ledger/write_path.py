@@ -426,6 +426,7 @@ def _apply(head: heads.Head, stage: Stage, verified: Verified, caller: Caller) -
     envelope = verified.envelope
     group_id = head.group_id
     standing = None
+    current_epoch = None
     if envelope.actor_kind == "agent":
         # 3, confirmed: the keys the signature was checked against are still the agent's
         # under the lock; when they are not, it is checked against the current ones
@@ -434,6 +435,12 @@ def _apply(head: heads.Head, stage: Stage, verified: Verified, caller: Caller) -
         if current_keys != verified.key_texts:
             agents.remember_keys(envelope.actor_name, current_keys)
             check_signature(envelope, agents.parsed(current_keys))
+        # 1, confirmed: the token's session is still the agent's current one. The command
+        # edge may have judged the token from its per-process cache (apps/api/edge.py), so
+        # this is where a replaced session's token is refused, before it can read a replay.
+        current_epoch = standing.session_epoch if standing is not None else None
+        if current_epoch != caller.session_epoch:
+            raise _stale_session(envelope.session_epoch, current_epoch)
 
     # 5. idempotency: same id from the same actor in this group (a unique constraint: at most
     # one row)
@@ -448,18 +455,11 @@ def _apply(head: heads.Head, stage: Stage, verified: Verified, caller: Caller) -
             )
         return Outcome(record.status, record.response, replayed=True)
 
-    # 6. session epoch: the token's, and still the agent's current one under the group lock,
-    # so a command racing a session replacement either lands before its lease revocation
-    # visits this group or is refused here (R11.3-10)
-    if envelope.actor_kind == "agent":
-        current = standing.session_epoch if standing is not None else None
-        if envelope.session_epoch != caller.session_epoch or current != caller.session_epoch:
-            raise ProtocolError(
-                ErrorCode.STALE_SESSION,
-                f"session epoch {envelope.session_epoch} is not the current {current}",
-                requirement="R11.3-10",
-                details={"current_epoch": current},
-            )
+    # 6. session epoch: the envelope's is the token's, which is still the agent's current one
+    # under the group lock (checked above), so a command racing a session replacement either
+    # lands before its lease revocation visits this group or is refused (R11.3-10)
+    if envelope.actor_kind == "agent" and envelope.session_epoch != current_epoch:
+        raise _stale_session(envelope.session_epoch, current_epoch)
 
     view, decision = judge(
         group_id, verified, caller, now=head.now, head_sequence=head.sequence, stage=stage
@@ -653,6 +653,15 @@ def _require_groups(
                 requirement="R10.4-06",
                 details={**refusal.details, "group": other},
             ) from None
+
+
+def _stale_session(claimed: int | None, current: int | None) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.STALE_SESSION,
+        f"session epoch {claimed} is not the current {current}",
+        requirement="R11.3-10",
+        details={"current_epoch": current},
+    )
 
 
 def _announce_on_commit(head: heads.Head) -> None:

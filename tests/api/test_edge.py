@@ -205,6 +205,39 @@ def test_a_host_not_allowed_is_a_json_refusal(world: World, doors: tuple[Any, An
     assert head_sequence(world.group) == before
 
 
+def _command_headers(token: str, body: bytes) -> Headers:
+    return [
+        (b"host", b"127.0.0.1"),
+        (b"authorization", f"Bearer {token}".encode()),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_remembered_token_of_a_replaced_session_is_stale_even_for_a_replay(
+    world: World, doors: tuple[Any, Any]
+) -> None:
+    """R11.3-10: the edge judges a known session token from memory (``SessionCallers``); once
+    a newer session exists, the old token is ``STALE_SESSION`` under the lock, before the
+    idempotency record could answer it. The new session's token still gets the replay of a
+    command sent before (an offline resend, wire.md §3 step 5)."""
+    edge, _ = doors
+    path = f"/api/v1/groups/{world.group}/commands"
+    envelope = world.w1.command(world.group, "mission.create", mission_body())
+    body = json.dumps(envelope).encode()
+    old_token = world.w1.token
+    accepted, _, _ = asyncio.run(_call(edge, path, _command_headers(old_token, body), body))
+
+    world.w1.open_session()
+    stale, _, refusal = asyncio.run(_call(edge, path, _command_headers(old_token, body), body))
+    again, headers, _ = asyncio.run(_call(edge, path, _command_headers(world.w1.token, body), body))
+
+    assert accepted == 201
+    assert (stale, json.loads(refusal)["error"]["code"]) == (401, "STALE_SESSION")
+    assert (again, headers["idempotent-replayed"]) == (201, "true")
+
+
 # --- under a server that streams bodies ---------------------------------------------------
 
 

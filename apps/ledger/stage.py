@@ -51,6 +51,20 @@ def one_round_trip() -> Iterator[None]:
         yield
 
 
+def _commits_here(db: Any) -> bool:
+    """Whether a flush may end the transaction: PostgreSQL, inside exactly one atomic block
+    (not a test's, not a caller's that writes after it) that is not already failing.
+
+    psycopg's ``commit()`` returns without a round trip once the connection is idle, so the
+    block's exit stays Django's: its ``on_commit`` callbacks run as before."""
+    return (
+        db.vendor == "postgresql"
+        and len(db.atomic_blocks) == 1
+        and not db.atomic_blocks[0]._from_testcase
+        and not db.needs_rollback
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What a run of commands will read by key, known from its verified envelopes."""
@@ -168,11 +182,19 @@ class Stage:
         self.dirty.clear()
 
     def flush(self, head: heads.Head) -> None:
-        """Write everything staged and the advanced head: one round trip on PostgreSQL."""
+        """Write everything staged and the advanced head: one round trip on PostgreSQL.
+
+        When the stage's transaction is the outermost one, the ``COMMIT`` rides in the same
+        round trip (``_commits_here``): nothing may be written in it after the flush, and
+        Django's own commit on leaving the block then finds nothing to do."""
+        db = current()
+        commit = _commits_here(db)
         with one_round_trip():
             heads.insert_events(self.event_rows)
             self.flush_projections()
             insert_rows(CommandRecord, self.record_rows)
             heads.save_head(head)
+            if commit:
+                db.connection.execute(b"COMMIT")
         self.event_rows.clear()
         self.record_rows.clear()

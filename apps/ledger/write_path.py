@@ -216,8 +216,8 @@ def submit_authority_batch(
 ) -> list[Outcome | ProtocolError]:
     """Several authority commands into one group under one lock (a sweep's due items).
 
-    Each is judged on its own in a savepoint, exactly like ``commands:batch``: a refused one
-    (no longer due, say) leaves no trace and does not stop the rest. ``select``, if given,
+    Each is judged on its own, exactly like ``commands:batch``: a refused one (no longer due,
+    say) stages nothing, so it leaves no trace and does not stop the rest. ``select``, if given,
     chooses more commands *under the lock*, so nothing committed before the lock is missed
     (the leases of a replaced session, R11.3-10).
     """
@@ -267,8 +267,8 @@ def _run(group_id: str, verified: Verified, caller: Caller) -> Outcome:
     with transaction.atomic():
         head, stage = lock_and_read(group_id, _plan([verified], caller), head=None)
         outcome = _apply(head, stage, verified, caller)
-        stage.flush(head)
         outbox.enqueue(group_id, verified.envelope.id, outcome.follow_ups, run=run_follow_up)
+        stage.flush(head)  # last: it may commit
     _announce_on_commit(head)
     return outcome
 
@@ -345,7 +345,7 @@ def _run_batch(
                 results[index] = refusal
                 continue
             outbox.enqueue(group_id, item.envelope.id, outcome.follow_ups, run=run_follow_up)
-        stage.flush(head)
+        stage.flush(head)  # last: it may commit
     _announce_on_commit(head)
     return results  # type: ignore[return-value]
 

@@ -1,6 +1,7 @@
-"""The command endpoints as a raw ASGI application, answered ahead of Django's stack.
+"""The hot endpoints as a raw ASGI application, answered ahead of Django's stack.
 
-``POST /api/v1/groups/{group}/commands`` is the protocol's hot path. Through Django's ASGI
+``POST /api/v1/groups/{group}/commands`` (and ``commands:batch``) is the protocol's hot path,
+``GET /api/v1/groups/{group}/events`` its replay and catch-up. Through Django's ASGI
 handler a request pays a thread per request, the whole middleware chain, DRF's request and
 negotiation: about 8 ms of CPU on this machine kind against ~3 ms for the write path itself
 (docs/benchmarks.md, issue 15). Here the request is answered from its ``http.request``
@@ -10,11 +11,13 @@ messages with exactly what those layers did for it:
 - the bearer token is judged from the headers, then the media type (``parsers``) and the
   declared ``Content-Length``, all before a byte of the body is read (wire.md §3 step 1);
 - the body is counted as it arrives, a chunked one too, and cut at the limit (413);
-- the command runs on a small pool of threads that keep their database connection between
-  requests the way Django's request signals manage it (``close_old_connections``);
+- the command or the page read runs on a small pool of threads, which Django's request
+  signals would have run it between (``close_old_connections``);
+- an agent's session token, once judged, is judged from memory (``SessionCallers``) and its
+  session checked again in the round trip that does the work;
 - the answer carries the headers Django's security middleware and DRF would have set.
 
-What the endpoints decide is :mod:`apps.api.commands` and the write path, shared with the DRF
+What the endpoints decide is :mod:`apps.api.answers` and the write path, shared with the DRF
 views, which still answer the same paths under Django's test client and document them in
 the OpenAPI schema. Any other request, and every request when HTTPS redirection applies, goes
 to the inner application unchanged.
@@ -29,16 +32,19 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from django.http import QueryDict
 from django.http.request import split_domain_port, validate_host
 from django.utils import timezone
 
 from apps.artifacts.http import ClientGone, Receive, Request, Responder, Scope, Send
+from apps.ledger.selectors import DEFAULT_PAGE, EventPage, readable_page
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
     SESSION_TOKEN_PREFIX,
@@ -49,13 +55,21 @@ from apps.registry.services import (
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-from .commands import batch_document, outcome_headers
+from .answers import batch_document, events_body, outcome_headers, query_int
 from .parsers import check_json_media_type, too_large
 
 logger = logging.getLogger(__name__)
 
 #: wire.md §1 ids, as the URL converter ``wid`` matches them; anything else is Django's 404
-COMMAND_PATH = re.compile(r"/api/v1/groups/([A-Za-z0-9._:-]{1,128})/(commands(?::batch)?)")
+EDGE_PATH = re.compile(r"/api/v1/groups/([A-Za-z0-9._:-]{1,128})/(commands(?::batch)?|events)")
+#: the method each endpoint answers here (others, HEAD and OPTIONS included, go to Django)
+METHODS = {"commands": "POST", "commands:batch": "POST", "events": "GET"}
+#: what DRF's ``Allow`` header says for each endpoint's view
+ALLOW = {
+    "commands": "POST, OPTIONS",
+    "commands:batch": "POST, OPTIONS",
+    "events": "GET, HEAD, OPTIONS",
+}
 RETRY_AFTER_S = "5"
 #: threads answering commands per process; each holds at most one database connection
 EDGE_THREADS = 8
@@ -63,8 +77,15 @@ EDGE_THREADS = 8
 SESSION_CACHE_SIZE = 10_000
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
 class CommandEdge:
-    """Answers the command endpoints; sends everything else to ``inner``."""
+    """Answers the command and events endpoints; sends everything else to ``inner``."""
 
     def __init__(self, inner: Callable[..., Any], *, threads: int = EDGE_THREADS) -> None:
         self.inner = inner
@@ -74,7 +95,7 @@ class CommandEdge:
         self._sessions = SessionCallers()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = _command_path(scope)
+        match = _edge_path(scope)
         if match is None:
             await self.inner(scope, receive, send)
             return
@@ -83,8 +104,18 @@ class CommandEdge:
         responder = Responder(send, head=False)
         security = self._security_headers(_is_secure(scope))
         try:
-            status, document, headers = await self._answer(request, receive, group, endpoint)
-            await _json(responder, status, document, [*headers, *security])
+            reply = await self._answer(request, receive, group, endpoint)
+            await responder.start(
+                reply.status,
+                [
+                    ("content-type", "application/json"),
+                    ("content-length", str(len(reply.body))),
+                    ("allow", ALLOW[endpoint]),
+                    *reply.headers,
+                    *security,
+                ],
+            )
+            await responder.body(reply.body)
         except ClientGone:
             return
         except ProtocolError as error:
@@ -108,12 +139,12 @@ class CommandEdge:
                 ProtocolError(ErrorCode.INTERNAL, "internal error", requirement="wire§8"),
             )
 
-    async def _answer(
-        self, request: Request, receive: Receive, group: str, endpoint: str
-    ) -> tuple[int, Any, list[tuple[str, str]]]:
-        """The status, document and headers of the answer, judged in wire.md §3's order."""
+    async def _answer(self, request: Request, receive: Receive, group: str, endpoint: str) -> Reply:
+        """The answer, judged in wire.md §3's order: host, token, media type, length, body."""
         _check_host(request)
         token = _bearer_token(request.header("authorization"))
+        if endpoint == "events":
+            return await self._events(request, token, group)
         # A batch judges its token in PostgreSQL: a replaced session's batch is one 401, as
         # through Django's stack, not 200 with each item refused under the lock.
         caller = self._sessions.get(token) if endpoint == "commands" else None
@@ -130,15 +161,28 @@ class CommandEdge:
         declared = request.content_length()
         if declared is not None and declared > limit:
             raise too_large(limit)
-        body = await _read_body(request, receive, limit=limit)
-        data = strictjson.parse(body)
+        data = strictjson.parse(await _read_body(request, receive, limit=limit))
         if endpoint == "commands":
             outcome = await self._run(
                 partial(submit_command, group_id=group, document=data, caller=caller)
             )
-            return outcome.status, outcome.body, list(outcome_headers(outcome).items())
-        document = await self._run(batch_document, group, data, caller)
-        return 200, document, []
+            return Reply(
+                outcome.status,
+                _encoded(outcome.body),
+                [(name.lower(), value) for name, value in outcome_headers(outcome).items()],
+            )
+        return Reply(200, _encoded(await self._run(batch_document, group, data, caller)))
+
+    async def _events(self, request: Request, token: str, group: str) -> Reply:
+        """``GET …/events``: the token (unless remembered), the membership, the session and
+        the page in one thread hop and, on PostgreSQL, two round trips at most."""
+        query = _query(request.scope)
+        authenticated, page = await self._run(
+            _events_page, token, self._sessions.get(token), group, query
+        )
+        if authenticated is not None:
+            self._sessions.remember(token, authenticated)
+        return Reply(200, events_body(page))
 
     async def _run[T](self, function: Callable[..., T], *args: Any) -> T:
         """``function`` on one of the edge's threads, between the connection checks Django
@@ -201,14 +245,16 @@ def _hsts() -> str:
     return value
 
 
-def _command_path(scope: Scope) -> tuple[str, str] | None:
-    """``(group, endpoint)`` for a POST this edge answers, else ``None``."""
-    if scope["type"] != "http" or scope.get("method") != "POST":
+def _edge_path(scope: Scope) -> tuple[str, str] | None:
+    """``(group, endpoint)`` for a request this edge answers, else ``None``."""
+    if scope["type"] != "http":
+        return None
+    match = EDGE_PATH.fullmatch(scope.get("path", ""))
+    if match is None or METHODS[match[2]] != scope.get("method"):
         return None
     if settings.SECURE_SSL_REDIRECT and not _is_secure(scope):
         return None  # SecurityMiddleware redirects it to HTTPS: let Django answer
-    match = COMMAND_PATH.fullmatch(scope.get("path", ""))
-    return (match[1], match[2]) if match is not None else None
+    return match[1], match[2]
 
 
 def _is_secure(scope: Scope) -> bool:
@@ -323,19 +369,43 @@ async def _read_body(request: Request, receive: Receive, *, limit: int) -> bytes
             return b"".join(parts)
 
 
-async def _json(
-    responder: Responder, status: int, document: Any, headers: list[tuple[str, str]]
-) -> None:
-    """The answer as DRF's ``JSONRenderer`` writes it here: compact, UTF-8, no NaN."""
-    payload = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    body = payload.encode("utf-8")
-    await responder.start(
-        status,
-        [
-            ("content-type", "application/json"),
-            ("content-length", str(len(body))),
-            ("allow", "POST, OPTIONS"),
-            *((name.lower(), value) for name, value in headers),
-        ],
-    )
-    await responder.body(body)
+def _encoded(document: Any) -> bytes:
+    """JSON as DRF's ``JSONRenderer`` writes it with this project's settings: compact, UTF-8,
+    no NaN."""
+    text = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
+def _query(scope: Scope) -> QueryDict:
+    """The query string as Django parses it (the last of repeated names wins in ``get``)."""
+    try:
+        return QueryDict(scope.get("query_string", b"").decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ProtocolError(
+            ErrorCode.MALFORMED, "the query string is not UTF-8", requirement="wire§1"
+        ) from None
+
+
+def _events_page(
+    token: str, remembered: Caller | None, group: str, query: QueryDict
+) -> tuple[Authenticated | None, EventPage]:
+    """On an edge thread: judge the token unless ``remembered``, then the page. A remembered
+    token's session is checked in the page's round trip (``readable_page``)."""
+    authenticated: Authenticated | None = None
+    if remembered is None:
+        authenticated = authenticate_bearer(token)
+        caller = authenticated.caller
+    else:
+        caller = remembered
+    try:
+        after = query_int(query.get("after"), "after", 0)
+        limit = query_int(query.get("limit"), "limit", DEFAULT_PAGE)
+    except ProtocolError:
+        if remembered is not None:
+            authenticate_bearer(token)  # a replaced session's 401 comes before a bad query
+        raise
+    session = None
+    if remembered is not None and caller.kind == "agent" and caller.session_epoch is not None:
+        session = (caller.principal.partition(":")[2], caller.session_epoch)
+    page = readable_page(group, caller.principal, after=after, limit=limit, session=session)
+    return authenticated, page

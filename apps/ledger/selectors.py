@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.memberships import membership_key
 
+from . import agents
 from .archive import cursor_too_old
 from .head import committed_head, no_such_group
 from .models import GroupLog
-from .projections import load_view
+from .projections import load_view, view_reads
+from .reads import Read, Row, run_together
 from .statements import hot_cursor
 
 MAX_PAGE = 1000
@@ -67,6 +69,66 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
         raise cursor_too_old(group_id, after)
     next_after = rows[-1][0] if rows else after
     return EventPage([document for _, document in rows], head, next_after)
+
+
+# The head and the page in one statement, so in one snapshot: every event up to the head it
+# reports is visible in it (the writer commits both together), none past it is served.
+_HEAD_AND_PAGE = (
+    "SELECT h.head_sequence, e.sequence, e.document FROM ledger_grouplog h "
+    "LEFT JOIN LATERAL (SELECT sequence, document FROM ledger_event "
+    "WHERE group_id = h.group_id AND sequence > %s AND sequence <= h.head_sequence "
+    "ORDER BY sequence LIMIT %s) e ON true WHERE h.group_id = %s"
+)
+
+
+def readable_page(
+    group_id: str,
+    principal: str,
+    *,
+    after: int,
+    limit: int,
+    session: tuple[str, int] | None = None,
+) -> EventPage:
+    """``GET …/events`` for ``principal``: the group, its membership check and the page in
+    one round trip (the membership row and the head with its page, sent together).
+
+    ``session`` (agent id, epoch) also checks, in the same round trip, that the epoch is
+    still the agent's current one (``STALE_SESSION``, R11.3-10): the command edge passes it
+    when it judged the token from memory (``apps/api/edge.py``). Refusals come in the order
+    ``access_group`` and ``events_page`` give them."""
+    limit = max(1, min(limit, MAX_PAGE))
+    key = membership_key(principal)
+    reads: list[Read[object]] = [
+        Read(_HEAD_AND_PAGE, [after, limit, group_id], lambda rows: rows),
+        *view_reads(group_id, [key]),
+    ]
+    if session is not None:
+        reads.append(agents.directory().standing_read(session[0]))
+    page_rows, memberships, *standing = run_together(reads)
+    if session is not None:
+        current = standing[0].session_epoch if standing[0] is not None else None
+        if current != session[1]:
+            raise ProtocolError(
+                ErrorCode.STALE_SESSION,
+                "this session was replaced by a newer one",
+                requirement="R11.3-10",
+            )
+    rows: list[Row] = page_rows  # type: ignore[assignment]
+    if not rows:
+        raise no_such_group(group_id)
+    membership = memberships.get(key)  # type: ignore[attr-defined]
+    if membership is None or not membership.active:
+        raise ProtocolError(
+            ErrorCode.NOT_A_MEMBER,
+            f"{principal} is not a member of {group_id}",
+            requirement="wire§2",
+        )
+    head = int(rows[0][0])
+    events = [(sequence, document) for _, sequence, document in rows if sequence is not None]
+    if after < head and (not events or events[0][0] != after + 1):
+        raise cursor_too_old(group_id, after)
+    next_after = events[-1][0] if events else after
+    return EventPage([document for _, document in events], head, next_after)
 
 
 def visible_page(group_id: str, *, after: int, limit: int) -> tuple[int, list[str]]:

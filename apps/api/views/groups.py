@@ -11,15 +11,14 @@ from rest_framework.views import APIView
 from apps.ledger import authority, selectors
 from apps.ledger.write_path import Outcome, submit_command
 from apps.work.selectors import mission_document, work_item_document
-from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-from .. import commands, schema
+from .. import answers, schema
 from ..authentication import require_caller
 from ..parsers import check_json_media_type
 
 
 def _outcome_response(outcome: Outcome) -> Response:
-    return Response(outcome.body, status=outcome.status, headers=commands.outcome_headers(outcome))
+    return Response(outcome.body, status=outcome.status, headers=answers.outcome_headers(outcome))
 
 
 class CommandSubmitApi(APIView):
@@ -54,21 +53,11 @@ class CommandBatchApi(APIView):
     def post(self, request: Request, group: str) -> Response:
         caller = require_caller(request)
         check_json_media_type(request.content_type)
-        return Response(commands.batch_document(group, request.data, caller))
+        return Response(answers.batch_document(group, request.data, caller))
 
 
 def non_negative_int(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or len(raw) > 18:
-        raise ProtocolError(
-            ErrorCode.MALFORMED,
-            f"{name} is a non-negative integer",
-            requirement="wire§4",
-            details={"parameter": name},
-        )
-    return int(raw)
+    return answers.query_int(request.query_params.get(name), name, default)
 
 
 class EventListApi(APIView):
@@ -85,14 +74,8 @@ class EventListApi(APIView):
         caller = require_caller(request)
         after = non_negative_int(request, "after", 0)
         limit = non_negative_int(request, "limit", selectors.DEFAULT_PAGE)
-        log = selectors.access_group(group, caller.principal)
-        page = selectors.events_page(group, after=after, limit=limit, head=log.head_sequence)
-        # The stored documents are already JSON: splice them instead of re-encoding.
-        body = (
-            '{"events":[' + ",".join(page.documents) + f'],"head":{page.head},'
-            f'"next_after":{page.next_after}}}'
-        )
-        return HttpResponse(body.encode("utf-8"), content_type="application/json")
+        page = selectors.readable_page(group, caller.principal, after=after, limit=limit)
+        return HttpResponse(answers.events_body(page), content_type="application/json")
 
 
 class HeadApi(APIView):

@@ -1,9 +1,9 @@
-"""What the command endpoints answer, shared by their DRF views and the edge (``edge``).
+"""What the hot endpoints answer, shared by their DRF views and the edge (``edge``).
 
-``POST /groups/{group}/commands`` and ``commands:batch`` are answered ahead of Django by
-:mod:`apps.api.edge` when the app is served over ASGI, and by the DRF views in
-:mod:`apps.api.views.groups` otherwise (Django's test client, the OpenAPI document). Both
-call these functions, so the two doors cannot answer differently.
+``POST /groups/{group}/commands``, ``commands:batch`` and ``GET /groups/{group}/events`` are
+answered ahead of Django by :mod:`apps.api.edge` when the app is served over ASGI, and by the
+DRF views in :mod:`apps.api.views.groups` otherwise (Django's test client, the OpenAPI
+document). Both call these functions, so the two doors cannot answer differently.
 """
 
 from __future__ import annotations
@@ -13,8 +13,33 @@ from typing import Any
 from django.conf import settings
 
 from apps.ledger import selectors
+from apps.ledger.selectors import EventPage
 from apps.ledger.write_path import Caller, Outcome, submit_batch
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+
+def query_int(raw: str | None, name: str, default: int) -> int:
+    """A non-negative integer query parameter (wire.md §4): ASCII digits only, at most 18 of
+    them; ``default`` when absent. ``str.isdigit`` alone takes fullwidth and other digits."""
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise ProtocolError(
+            ErrorCode.MALFORMED,
+            f"{name} is a non-negative integer",
+            requirement="wire§4",
+            details={"parameter": name},
+        )
+    return int(raw)
+
+
+def events_body(page: EventPage) -> bytes:
+    """``{"events": [...], "head", "next_after"}``: the stored documents are already JSON,
+    spliced instead of decoded and encoded again."""
+    return (
+        '{"events":[' + ",".join(page.documents) + f'],"head":{page.head},'
+        f'"next_after":{page.next_after}}}'
+    ).encode("utf-8")
 
 
 def outcome_headers(outcome: Outcome) -> dict[str, str]:

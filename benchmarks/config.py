@@ -3,7 +3,8 @@
 Every knob has an environment variable so ``make bench`` stays one command:
 ``BENCH_DATABASE_URL``, ``BENCH_REDIS_URL``, ``BENCH_SECONDS``, ``BENCH_WARMUP_SECONDS``,
 ``BENCH_SERVER``, ``BENCH_SERVERS``, ``BENCH_PORT``, ``BENCH_DB_CONN_MAX_AGE``,
-``BENCH_POOL_VARIANT`` (0 skips the HTTP-without-pool table), ``BENCH_OUTPUT``; for the lease
+``BENCH_POOL_VARIANT`` (0 skips the HTTP-without-pool table), ``BENCH_OUTPUT``,
+``BENCH_ROUNDS`` (3: sections 1–5 report the median of 3 rounds); for the lease
 sweep ``BENCH_SWEEP_LEASES``, ``BENCH_SWEEP_GROUPS``, ``BENCH_SWEEP_LIMIT``.
 
 The HTTP figures come from the production server as deployed (docs/deploy.md, issue 15 §5):
@@ -45,6 +46,7 @@ class BenchConfig:
     sweep_due_fraction: float = 0.1  # of which due
     sweep_groups: int = 10
     sweep_limit: int = 1000  # sweep_due(limit=...), the product's default
+    rounds: int = 1  # times each cell and batch size is measured; the report takes medians
 
     @property
     def max_clients(self) -> int:
@@ -96,4 +98,5 @@ def load_config(*, quick: bool = False) -> BenchConfig:
         sweep_leases=_int("BENCH_SWEEP_LEASES", 2_000 if quick else 100_000),
         sweep_groups=_int("BENCH_SWEEP_GROUPS", 10),
         sweep_limit=_int("BENCH_SWEEP_LIMIT", 1000),
+        rounds=_int("BENCH_ROUNDS", 1 if quick else 3),
     )

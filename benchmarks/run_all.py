@@ -25,6 +25,7 @@ from .http_load import measure_http, measure_http_batch
 from .inprocess import measure_inprocess
 from .report import SCHEDULER_BEGIN, SCHEDULER_END, carry_over_block, render
 from .results import Results
+from .rounds import collapse, tag
 from .run_sweep import measure_sweep_section
 from .servers import describe_pool, describe_server, running_servers
 from .stream_report import carry_over
@@ -55,35 +56,67 @@ def _measure_cell(
     unpooled_urls: list[str],
     groups: int,
     clients: int,
+    round_: int,
 ) -> None:
-    """One (groups, clients) cell: the ceiling and the server's figures, back to back."""
+    """One (groups, clients) cell of one round: the ceiling and the server's figures, back to
+    back."""
     results.pgbench.append(
-        ceilings.run_pgbench(
-            config.database_url, clients=clients, groups=groups, seconds=config.seconds
+        tag(
+            ceilings.run_pgbench(
+                config.database_url, clients=clients, groups=groups, seconds=config.seconds
+            ),
+            round_,
         )
     )
     results.inprocess.append(
-        measure_inprocess(world, clients=clients, groups=groups, config=config)
+        tag(measure_inprocess(world, clients=clients, groups=groups, config=config), round_)
     )
-    results.http.append(measure_http(world, urls, clients=clients, groups=groups, config=config))
+    results.http.append(
+        tag(measure_http(world, urls, clients=clients, groups=groups, config=config), round_)
+    )
     line = (
-        f"{groups} group(s), {clients} client(s): pgbench {results.pgbench[-1].rate:.0f}/s, "
+        f"round {round_ + 1}, {groups} group(s), {clients} client(s): "
+        f"pgbench {results.pgbench[-1].rate:.0f}/s, "
         f"in-process {results.inprocess[-1].rate:.0f}/s, http {results.http[-1].rate:.0f}/s"
     )
     if unpooled_urls:
         results.http_no_pool.append(
-            measure_http(
-                world,
-                unpooled_urls,
-                clients=clients,
-                groups=groups,
-                config=config,
-                name="http_no_pool",
+            tag(
+                measure_http(
+                    world,
+                    unpooled_urls,
+                    clients=clients,
+                    groups=groups,
+                    config=config,
+                    name="http_no_pool",
+                ),
+                round_,
             )
         )
         line += f", http without pool {results.http_no_pool[-1].rate:.0f}/s"
     results.loads[f"{groups}/{clients}"] = os.getloadavg()[0]
     log(f"{line} (load {results.loads[f'{groups}/{clients}']:.1f})")
+
+
+def _measure_batches(
+    results: Results, config: BenchConfig, world: BenchWorld, urls: list[str], round_: int
+) -> None:
+    for size in config.batch_sizes:
+        results.executemany.append(
+            tag(
+                ceilings.run_executemany(
+                    config.database_url, batch_size=size, seconds=config.seconds
+                ),
+                round_,
+            )
+        )
+        results.batch.append(tag(measure_http_batch(world, urls, size=size, config=config), round_))
+        results.loads[f"batch/{size}"] = os.getloadavg()[0]
+        log(
+            f"round {round_ + 1}, batch {size}: "
+            f"executemany {results.executemany[-1].rate:.0f} rows/s, "
+            f"commands:batch {results.batch[-1].rate:.0f} events/s"
+        )
 
 
 def measure(config: BenchConfig, command: str) -> Results:
@@ -106,21 +139,13 @@ def measure(config: BenchConfig, command: str) -> Results:
             f"{results.facts['server']} at {', '.join(urls)}; "
             f"without a pool at {', '.join(unpooled_urls) or '-'}"
         )
-        for groups in config.groups:
-            for clients in config.clients:
-                _measure_cell(results, config, world, urls, unpooled_urls, groups, clients)
-        for size in config.batch_sizes:
-            results.executemany.append(
-                ceilings.run_executemany(
-                    config.database_url, batch_size=size, seconds=config.seconds
-                )
-            )
-            results.batch.append(measure_http_batch(world, urls, size=size, config=config))
-            results.loads[f"batch/{size}"] = os.getloadavg()[0]
-            log(
-                f"batch {size}: executemany {results.executemany[-1].rate:.0f} rows/s, "
-                f"commands:batch {results.batch[-1].rate:.0f} events/s"
-            )
+        for round_ in range(config.rounds):
+            for groups in config.groups:
+                for clients in config.clients:
+                    _measure_cell(
+                        results, config, world, urls, unpooled_urls, groups, clients, round_
+                    )
+            _measure_batches(results, config, world, urls, round_)
     results.breakdown = measure_breakdown(world, repeat=50 if config.quick else 200)
     results.event_bytes = _event_bytes()
     results.sweep = measure_sweep_section(config)
@@ -132,7 +157,7 @@ def measure(config: BenchConfig, command: str) -> Results:
 def run(config: BenchConfig, args: argparse.Namespace) -> int:
     command = "python -m benchmarks.run --quick" if args.quick else "make bench"
     results = measure(config, command)
-    document = render(results)
+    document = render(collapse(results))
     if config.output.exists():
         old = config.output.read_text()
         document = carry_over_dashboard(old, carry_over(old, document))

@@ -1,0 +1,93 @@
+"""The median of several rounds (issue 15: "median of 3 runs").
+
+``make bench`` measures every (groups, clients) cell and every batch size ``config.rounds``
+times, the rounds one after another, each round measuring the ceiling and the figures side by
+side as a single run did. The report shows, per cell and figure, the round with the median
+rate, and as its ratio the median of the rounds' *paired* ratios (each figure over the ceiling
+measured in the same round), so a round slowed by other work on the machine moves the
+ceiling and the figure together and does not decide the verdict. ``results.json`` keeps every
+round.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from .results import Results
+from .stats import Measurement, ratio
+
+CELL = ("groups", "clients")
+BATCH = ("batch_size",)
+#: each figure, the ceiling it is divided by, and the params naming its cell
+PAIRS = (
+    ("http", "pgbench", CELL),
+    ("http_no_pool", "pgbench", CELL),
+    ("inprocess", "pgbench", CELL),
+    ("batch", "executemany", BATCH),
+)
+CEILINGS = (("pgbench", CELL), ("executemany", BATCH))
+
+
+def tag(measurement: Measurement, round_: int) -> Measurement:
+    """``measurement`` marked as measured in ``round_``."""
+    measurement.params["round"] = round_
+    return measurement
+
+
+def _cells(
+    measurements: list[Measurement], names: tuple[str, ...]
+) -> dict[tuple[Any, ...], list[Measurement]]:
+    cells: dict[tuple[Any, ...], list[Measurement]] = defaultdict(list)
+    for measurement in measurements:
+        cells[tuple(measurement.params[name] for name in names)].append(measurement)
+    return cells
+
+
+def _median_rate(measurements: list[Measurement]) -> Measurement:
+    """The measurement with the median rate (the lower middle one of an even count)."""
+    ordered = sorted(measurements, key=lambda m: m.rate)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def collapse(results: Results) -> Results:
+    """``results`` with one measurement per cell: the median round's, holding in its params
+    ``rates`` (every round's) and, for a figure, ``ratios`` (paired, by round) and ``ratio``
+    (their median). Results of one round come back unchanged."""
+    if results.config.rounds <= 1:
+        return results
+    collapsed = dataclasses.replace(results)
+    for name, names in CEILINGS:
+        chosen = []
+        for cell in _cells(getattr(results, name), names).values():
+            median = _median_rate(cell)
+            rates = [m.rate for m in sorted(cell, key=lambda m: m.params.get("round", 0))]
+            chosen.append(dataclasses.replace(median, params={**median.params, "rates": rates}))
+        setattr(collapsed, name, chosen)
+    for name, ceiling_name, names in PAIRS:
+        ceilings = {
+            (cell, m.params.get("round", 0)): m
+            for cell, ms in _cells(getattr(results, ceiling_name), names).items()
+            for m in ms
+        }
+        chosen = []
+        for cell, measurements in _cells(getattr(results, name), names).items():
+            by_round = sorted(measurements, key=lambda m: m.params.get("round", 0))
+            ratios = [
+                ratio(m.rate, ceilings[(cell, m.params.get("round", 0))].rate)
+                if (cell, m.params.get("round", 0)) in ceilings
+                else float("nan")
+                for m in by_round
+            ]
+            median = _median_rate(measurements)
+            params = {
+                **median.params,
+                "rates": [m.rate for m in by_round],
+                "ratios": ratios,
+                "ratio": statistics.median(ratios),
+            }
+            chosen.append(dataclasses.replace(median, params=params))
+        setattr(collapsed, name, chosen)
+    return collapsed

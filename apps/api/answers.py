@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.ledger import selectors
-from apps.ledger.selectors import EventPage
+from apps.ledger.selectors import JoinedPage
 from apps.ledger.write_path import Caller, Outcome, submit_batch
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -33,13 +33,12 @@ def query_int(raw: str | None, name: str, default: int) -> int:
     return int(raw)
 
 
-def events_body(page: EventPage) -> bytes:
+def events_body(page: JoinedPage) -> bytes:
     """``{"events": [...], "head", "next_after"}``: the stored documents are already JSON,
     spliced instead of decoded and encoded again."""
     return (
-        '{"events":[' + ",".join(page.documents) + f'],"head":{page.head},'
-        f'"next_after":{page.next_after}}}'
-    ).encode("utf-8")
+        f'{{"events":[{page.joined}],"head":{page.head},"next_after":{page.next_after}}}'
+    ).encode()
 
 
 def outcome_headers(outcome: Outcome) -> dict[str, str]:

@@ -44,7 +44,7 @@ from django.http.request import split_domain_port, validate_host
 from django.utils import timezone
 
 from apps.artifacts.http import ClientGone, Receive, Request, Responder, Scope, Send
-from apps.ledger.selectors import DEFAULT_PAGE, EventPage, readable_page
+from apps.ledger.selectors import DEFAULT_PAGE, JoinedPage, readable_page
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
     SESSION_TOKEN_PREFIX,
@@ -388,7 +388,7 @@ def _query(scope: Scope) -> QueryDict:
 
 def _events_page(
     token: str, remembered: Caller | None, group: str, query: QueryDict
-) -> tuple[Authenticated | None, EventPage]:
+) -> tuple[Authenticated | None, JoinedPage]:
     """On an edge thread: judge the token unless ``remembered``, then the page. A remembered
     token's session is checked in the page's round trip (``readable_page``)."""
     authenticated: Authenticated | None = None

@@ -69,6 +69,9 @@ class ProjectionJSONDecoder(json.JSONDecoder):
     while the JSON is parsed, at no extra cost for the numbers that are not.
     """
 
+    #: orjson reads the same values wherever no integer reaches 2^53 (``jsoncolumns``)
+    orjson_equivalent = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{**kwargs, "parse_int": _int_or_double})
 

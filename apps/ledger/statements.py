@@ -24,6 +24,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
+from . import jsoncolumns
+
 Converter = Callable[[Any, Any, Any], Any]
 
 
@@ -85,12 +87,11 @@ class ModelStatements:
             self.insert_instances([self.model(**row) for row in rows])
             return
         db, fields = current(), self.insert_fields
+        preps = _preps(fields)
         values = [
             [
-                field.get_db_prep_save(
-                    row[field.attname] if field.attname in row else field.get_default(), db
-                )
-                for field in fields
+                prep(row[field.attname] if field.attname in row else field.get_default(), db)
+                for field, prep in zip(fields, preps, strict=True)
             ]
             for row in rows
         ]
@@ -103,10 +104,11 @@ class ModelStatements:
         if not instances:
             return
         db = current()
+        preps = _preps(self.insert_fields)
         values = [
             [
-                field.get_db_prep_save(field.pre_save(instance, True), db)
-                for field in self.insert_fields
+                prep(field.pre_save(instance, True), db)
+                for field, prep in zip(self.insert_fields, preps, strict=True)
             ]
             for instance in instances
         ]
@@ -123,8 +125,7 @@ class ModelStatements:
             names = tuple(fields)
             _sql, targets = _update(self.model, self.id_field, names, db.vendor)
             values = [
-                field.get_db_prep_save(fields[name], db)
-                for name, field in zip(names, targets, strict=True)
+                prep(fields[name], db) for name, prep in zip(names, _preps(targets), strict=True)
             ]
             by_names.setdefault(names, []).append([*values, group_id, ident])
         with hot_cursor() as cursor:
@@ -189,8 +190,24 @@ def _converters(
     for field in _concrete(model):
         column = field.get_col(table)
         found = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+        load = jsoncolumns.loader(field)
+        if load is not None:  # orjson in place of JSONField.from_db_value (``jsoncolumns``)
+            found = [
+                *(c for c in found if getattr(c, "__func__", None) is not _JSON_FROM_DB),
+                lambda value, _expression, _connection, load=load: load(value),
+            ]
         out.append(tuple((converter, column) for converter in found))
     return tuple(out)
+
+
+_JSON_FROM_DB = models.JSONField.from_db_value
+
+
+@cache
+def _preps(fields: tuple[models.Field[Any, Any], ...]) -> tuple[jsoncolumns.Prep, ...]:
+    """Per field, how the hot path prepares a value: ``get_db_prep_save``, through orjson for
+    plain JSON columns (``jsoncolumns``)."""
+    return tuple(jsoncolumns.prep(field) for field in fields)
 
 
 def _concrete(model: type[models.Model]) -> tuple[models.Field[Any, Any], ...]:

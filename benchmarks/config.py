@@ -70,7 +70,8 @@ def _cores() -> int:
 
 
 def load_config(*, quick: bool = False) -> BenchConfig:
-    """The full run (about four minutes on two cores), or a tiny one that only checks wiring."""
+    """The full run (about ten minutes on two cores: three rounds of every cell), or a tiny
+    one that only checks wiring."""
     return BenchConfig(
         database_url=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL),
         redis_url=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),

@@ -29,34 +29,30 @@ import asyncio
 import json
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.http import QueryDict
-from django.http.request import split_domain_port, validate_host
-from django.utils import timezone
 
 from apps.artifacts.http import ClientGone, Receive, Request, Responder, Scope, Send
 from apps.ledger.selectors import DEFAULT_PAGE, JoinedPage, readable_page
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
-    SESSION_TOKEN_PREFIX,
     Authenticated,
     authenticate_bearer,
-    token_digest,
 )
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .answers import batch_document, events_body, outcome_headers, query_int
+from .django_checks import check_host, hsts, is_secure, security_headers
 from .parsers import check_json_media_type, too_large
+from .session_callers import SessionCallers
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +69,6 @@ ALLOW = {
 RETRY_AFTER_S = "5"
 #: threads answering commands per process; each holds at most one database connection
 EDGE_THREADS = 8
-#: agent session tokens remembered per process (``SessionCallers``)
-SESSION_CACHE_SIZE = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +96,7 @@ class CommandEdge:
         group, endpoint = match
         request = Request(scope, "")
         responder = Responder(send, head=False)
-        security = self._security_headers(_is_secure(scope))
+        security = self._security_headers(is_secure(scope))
         try:
             reply = await self._answer(request, receive, group, endpoint)
             await responder.start(
@@ -141,7 +135,7 @@ class CommandEdge:
 
     async def _answer(self, request: Request, receive: Receive, group: str, endpoint: str) -> Reply:
         """The answer, judged in wire.md §3's order: host, token, media type, length, body."""
-        _check_host(request)
+        check_host(request)
         token = _bearer_token(request.header("authorization"))
         if endpoint == "events":
             return await self._events(request, token, group)
@@ -216,33 +210,10 @@ class CommandEdge:
     def _security_headers(self, secure: bool) -> list[tuple[str, str]]:
         """What ``SecurityMiddleware`` and ``XFrameOptionsMiddleware`` add to a response."""
         if self._headers is None:
-            self._headers = _security_headers()
+            self._headers = security_headers()
         if secure and settings.SECURE_HSTS_SECONDS:
-            return [*self._headers, ("strict-transport-security", _hsts())]
+            return [*self._headers, ("strict-transport-security", hsts())]
         return self._headers
-
-
-def _security_headers() -> list[tuple[str, str]]:
-    headers = []
-    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-        headers.append(("x-content-type-options", "nosniff"))
-    if settings.SECURE_REFERRER_POLICY:
-        policy = settings.SECURE_REFERRER_POLICY
-        value = policy if isinstance(policy, str) else ",".join(policy)
-        headers.append(("referrer-policy", value))
-    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-        headers.append(("cross-origin-opener-policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
-    headers.append(("x-frame-options", settings.X_FRAME_OPTIONS.upper()))
-    return headers
-
-
-def _hsts() -> str:
-    value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-    if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-        value += "; includeSubDomains"
-    if settings.SECURE_HSTS_PRELOAD:
-        value += "; preload"
-    return value
 
 
 def _edge_path(scope: Scope) -> tuple[str, str] | None:
@@ -252,42 +223,9 @@ def _edge_path(scope: Scope) -> tuple[str, str] | None:
     match = EDGE_PATH.fullmatch(scope.get("path", ""))
     if match is None or METHODS[match[2]] != scope.get("method"):
         return None
-    if settings.SECURE_SSL_REDIRECT and not _is_secure(scope):
+    if settings.SECURE_SSL_REDIRECT and not is_secure(scope):
         return None  # SecurityMiddleware redirects it to HTTPS: let Django answer
     return match[1], match[2]
-
-
-def _is_secure(scope: Scope) -> bool:
-    """Django's ``request.is_secure()``: the scheme, or the proxy's header when trusted."""
-    proxy = settings.SECURE_PROXY_SSL_HEADER
-    if proxy:
-        name, expected = proxy
-        wanted = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
-        for header, value in scope.get("headers", []):
-            if header.lower() == wanted:
-                return value.decode("latin-1").split(",")[0].strip() == expected
-        return False
-    return scope.get("scheme") == "https"
-
-
-def _check_host(request: Request) -> None:
-    """Django's ``request.get_host()`` check, answered as a §8 document."""
-    host = request.header("host")
-    if settings.USE_X_FORWARDED_HOST and request.header("x-forwarded-host"):
-        host = request.header("x-forwarded-host")
-    if host is None:
-        server = request.scope.get("server") or ("", None)
-        host = f"{server[0]}:{server[1]}" if server[1] else str(server[0])
-    domain, _port = split_domain_port(host)
-    allowed = settings.ALLOWED_HOSTS
-    if settings.DEBUG and not allowed:
-        allowed = [".localhost", "127.0.0.1", "[::1]"]
-    if not domain or not validate_host(domain, allowed):
-        raise ProtocolError(
-            ErrorCode.MALFORMED,
-            "the Host header is not one this server answers for",
-            requirement="wire§8",
-        )
 
 
 def _bearer_token(authorization: str | None) -> str:
@@ -298,47 +236,6 @@ def _bearer_token(authorization: str | None) -> str:
     if scheme.lower() != "bearer" or not token.strip():
         raise ProtocolError(ErrorCode.UNAUTHENTICATED, "expected Authorization: Bearer <token>")
     return token.strip()
-
-
-class SessionCallers:
-    """Agent session tokens this process has judged, by digest, until their session expires.
-
-    Every agent command used to look its token up in PostgreSQL before its body was read: a
-    thread hop and a round trip per request. A session's token, agent, epoch and expiry never
-    change, so what can make a known token stale is a newer session of its agent, and the
-    write path refuses that under the group lock, before anything else it reads
-    (``STALE_SESSION``, R11.3-10, ``write_path._apply``). So a token found here is judged from
-    memory; its expiry is checked on every use. People's API tokens are not kept: a user can
-    be deactivated, and their requests are rare.
-    """
-
-    def __init__(self, capacity: int = SESSION_CACHE_SIZE) -> None:
-        self.capacity = capacity
-        self._callers: OrderedDict[str, tuple[Caller, datetime]] = OrderedDict()
-
-    def get(self, token: str) -> Caller | None:
-        if not token.startswith(SESSION_TOKEN_PREFIX + "_"):
-            return None
-        digest = token_digest(token)
-        found = self._callers.get(digest)
-        if found is None:
-            return None
-        caller, expires_at = found
-        if expires_at <= timezone.now():
-            del self._callers[digest]
-            return None
-        self._callers.move_to_end(digest)
-        return caller
-
-    def remember(self, token: str, authenticated: Authenticated) -> None:
-        if authenticated.session is None:
-            return
-        self._callers[token_digest(token)] = (
-            authenticated.caller,
-            authenticated.session.expires_at,
-        )
-        if len(self._callers) > self.capacity:
-            self._callers.popitem(last=False)
 
 
 def _within_request[T](function: Callable[..., T], *args: Any) -> T:

@@ -130,7 +130,7 @@ class BuiltGroup:
 class ReplayRun:
     """One replay of the whole log."""
 
-    way: str  # "stream", "rest", or one of KEYSET_WAYS (the ceiling)
+    way: str  # "stream", "stream_batched", "rest", or one of KEYSET_WAYS (the ceiling)
     events: int
     seconds: float
     server_cpu_s: float
@@ -502,16 +502,18 @@ def keyset_read(url: str, built: BuiltGroup, *, way: str) -> ReplayRun:
 
 
 def replay_stream(
-    ws_url: str, token: str, built: BuiltGroup, pids: Sequence[int] = ()
+    ws_url: str, token: str, built: BuiltGroup, pids: Sequence[int] = (), *, batch: bool = False
 ) -> ReplayRun:
     """One socket from sequence 0 to the head; ``pids``: the server's processes, whose CPU
-    is counted."""
+    is counted; ``batch``: ``EVENTS`` frames (wire.md §7) instead of one frame per event."""
     cpu, client = cpu_seconds(pids), time.process_time()
-    frames, seconds, last = asyncio.run(replay_count(ws_url, token, built.group, built.head))
-    assert (frames, last) == (built.head, built.head), (frames, last, built.head)
+    events, seconds, last = asyncio.run(
+        replay_count(ws_url, token, built.group, built.head, batch=batch)
+    )
+    assert (events, last) == (built.head, built.head), (events, last, built.head)
     return ReplayRun(
-        way="stream",
-        events=frames,
+        way="stream_batched" if batch else "stream",
+        events=events,
         seconds=seconds,
         server_cpu_s=cpu_seconds(pids) - cpu,
         client_cpu_s=time.process_time() - client,
@@ -603,9 +605,10 @@ def measure_replay(
         ws_url = urls[0].replace("http://", "ws://") + "/ws/v1/stream"
         done(keyset_read(config.database_url, built, way=KEYSET_WAYS[0]), "raw keyset read")
         done(replay_stream(ws_url, reader.token, built, pids), "stream")
+        done(replay_stream(ws_url, reader.token, built, pids, batch=True), "stream (batch)")
         done(replay_rest(urls[0], reader.token, built, pids), "REST")
         done(keyset_read(config.database_url, built, way=KEYSET_WAYS[1]), "raw keyset read")
-    for run in result.runs[1:3]:
+    for run in result.runs[1:4]:
         log(f"replay: {run.way} at {result.ratio(run):.2f}x the raw keyset read")
     result.load_after = load_average()
     return result

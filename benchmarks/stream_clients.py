@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -166,13 +167,17 @@ def run_worker(conn: Connection, spec: SubscriberSpec) -> None:
         conn.close()
 
 
-async def replay_count(url: str, token: str, group: str, head: int) -> tuple[int, float, int]:
-    """Subscribe after 0 and count EVENT frames until the one of ``head`` arrives.
+async def replay_count(
+    url: str, token: str, group: str, head: int, *, batch: bool = False
+) -> tuple[int, float, int]:
+    """Subscribe after 0 and count events until the one of ``head`` arrives.
 
-    Returns (frames, seconds from SUBSCRIBE to the head's frame, last sequence). Only the
-    frame count is kept per frame; the last frame is parsed to check it is the head's, and
-    since one socket gets a group's events in order and without gaps (wire.md §7), ``head``
-    frames ending at sequence ``head`` are exactly events 1..head.
+    Returns (events, seconds from SUBSCRIBE to the head's frame, last sequence). One socket
+    gets a group's events in order and without gaps (wire.md §7), so events ending at
+    sequence ``head`` are exactly 1..head. Per ``EVENT`` frame only the count is kept (the
+    last frame is parsed to check it is the head's); with ``batch`` (``EVENTS`` frames) a
+    frame's ``last`` is read from its end, without decoding its events, as the REST reader
+    reads ``next_after``.
     """
     async with websockets.connect(
         url,
@@ -182,14 +187,32 @@ async def replay_count(url: str, token: str, group: str, head: int) -> tuple[int
         max_queue=None,
     ) as socket:
         started = time.perf_counter()
-        await socket.send(json.dumps({"op": "SUBSCRIBE", "group": group, "afterSequence": 0}))
-        frames = 0
+        subscribe = {"op": "SUBSCRIBE", "group": group, "afterSequence": 0}
+        await socket.send(json.dumps({**subscribe, "batch": True} if batch else subscribe))
+        events = 0
         last: str | bytes = ""
-        while frames < head:
+        if batch:
+            sequence = 0
+            while sequence < head:
+                last = await socket.recv()
+                sequence = _frame_last(last)
+            elapsed = time.perf_counter() - started
+            return sequence, elapsed, sequence
+        while events < head:
             last = await socket.recv()
-            frames += 1
+            events += 1
         elapsed = time.perf_counter() - started
     message = json.loads(last) if last else {}
     event = message.get("event", {}) if message.get("op") == "EVENT" else {}
     sequence = event.get("sequence", -1)
-    return frames, elapsed, int(sequence)
+    return events, elapsed, int(sequence)
+
+
+#: the end of an ``EVENTS`` frame: ``…],"last":N}``
+_FRAME_LAST = re.compile(r'"last":(\d+)\}$')
+
+
+def _frame_last(frame: str | bytes) -> int:
+    text = frame if isinstance(frame, str) else frame.decode()
+    match = _FRAME_LAST.search(text, max(0, len(text) - 32))
+    return int(match.group(1)) if match else int(json.loads(text)["last"])

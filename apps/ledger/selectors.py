@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from missionweave.protocol.errors import ErrorCode, ProtocolError
@@ -103,13 +105,44 @@ def readable_page(
     session: tuple[str, int] | None = None,
 ) -> JoinedPage:
     """``GET …/events`` for ``principal``: the group, its membership check and the page,
-    on PostgreSQL in one round trip (the membership row and the head with its page, sent
-    together; elsewhere one after another).
+    on PostgreSQL in one round trip (``_member_head_page``).
 
     ``session`` (agent id, epoch) also checks, in the same round trip, that the epoch is
     still the agent's current one (``STALE_SESSION``, R11.3-10): the command edge passes it
     when it judged the token from memory (``apps/api/edge.py``). Refusals come in the order
     ``access_group`` and ``events_page`` give them."""
+    membership, head, page = _member_head_page(group_id, principal, after, limit, session)
+    if head is None:
+        raise no_such_group(group_id)
+    if membership is None or not membership.active:
+        raise ProtocolError(
+            ErrorCode.NOT_A_MEMBER,
+            f"{principal} is not a member of {group_id}",
+            requirement="wire§2",
+        )
+    read = page()
+    return JoinedPage(",".join(read.documents), read.head, read.next_after)
+
+
+def member_page(group_id: str, principal: str, *, after: int, limit: int) -> tuple[bool, list[str]]:
+    """A stream's next read (wire.md §7): (still a member, the events after ``after`` up to
+    the committed head), in one round trip on PostgreSQL; ``CURSOR_TOO_OLD`` below the
+    online floor, as ``events_page``."""
+    membership, head, page = _member_head_page(group_id, principal, after, limit, None)
+    if head is None or membership is None or not membership.active:
+        return False, []
+    if head <= after:
+        return True, []
+    return True, page().documents
+
+
+def _member_head_page(
+    group_id: str, principal: str, after: int, limit: int, session: tuple[str, int] | None
+) -> tuple[Any, int | None, Callable[[], EventPage]]:
+    """(the principal's membership, the head or ``None`` for no such group, the page): the
+    membership row and the head with its page sent together, so one round trip on
+    PostgreSQL; elsewhere the head, then the page. The page is only built when asked for,
+    after the caller's checks, and raises ``CURSOR_TOO_OLD`` below the online floor."""
     limit = max(1, min(limit, MAX_PAGE))
     key = membership_key(principal)
     postgresql = current().vendor == "postgresql"
@@ -131,23 +164,28 @@ def readable_page(
                 requirement="R11.3-10",
             )
     if head_row is None:  # the head row, or on PostgreSQL the rows of head and page
-        raise no_such_group(group_id)
-    membership = memberships.get(key)
-    if membership is None or not membership.active:
-        raise ProtocolError(
-            ErrorCode.NOT_A_MEMBER,
-            f"{principal} is not a member of {group_id}",
-            requirement="wire§2",
+        return memberships.get(key), None, _no_page
+    if not postgresql:
+        head = int(head_row[0])
+        return (
+            memberships.get(key),
+            head,
+            partial(events_page, group_id, after=after, limit=limit, head=head),
         )
-    if not postgresql:  # the page after the head, as ``events_page`` reads it
-        page = events_page(group_id, after=after, limit=limit, head=int(head_row[0]))
-        return JoinedPage(",".join(page.documents), page.head, page.next_after)
     head = int(head_row[0][0])
-    events = [(sequence, document) for _, sequence, document in head_row if sequence is not None]
-    if after < head and (not events or events[0][0] != after + 1):
-        raise cursor_too_old(group_id, after)
-    next_after = events[-1][0] if events else after
-    return JoinedPage(",".join(document for _, document in events), head, next_after)
+
+    def page() -> EventPage:
+        events = [(sequence, doc) for _, sequence, doc in head_row if sequence is not None]
+        if after < head and (not events or events[0][0] != after + 1):
+            raise cursor_too_old(group_id, after)
+        next_after = events[-1][0] if events else after
+        return EventPage([document for _, document in events], head, next_after)
+
+    return memberships.get(key), head, page
+
+
+def _no_page() -> EventPage:
+    raise AssertionError("no page of a group that does not exist")
 
 
 def visible_page(group_id: str, *, after: int, limit: int) -> tuple[int, list[str]]:

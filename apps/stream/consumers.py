@@ -24,7 +24,6 @@ from django.conf import settings
 from apps.ledger import metrics, selectors
 from apps.ledger.broadcast import group_channel
 from apps.ledger.write_path import Caller
-from apps.registry.services import membership_of
 from apps.stream import cursors as ack_cursors
 from apps.stream import tails
 from missionweave.protocol import strictjson
@@ -32,6 +31,11 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
 MAX_FRAME_BYTES = 64 * 1024
+#: an ``EVENTS`` frame (``"batch": true``, wire.md §7) holds at most this many events and,
+#: unless one event alone is larger, about this many bytes: under the 1 MiB a websocket
+#: client accepts by default
+BATCH_EVENTS = 1000
+BATCH_BYTES = 256 * 1024
 
 
 @database_sync_to_async
@@ -42,10 +46,9 @@ def _check_subscription(group_id: str, principal: str) -> int:
 
 @database_sync_to_async
 def _read(group_id: str, principal: str, after: int) -> tuple[bool, list[str]]:
-    """(still a member, the next page of events after ``after`` up to the committed head)."""
-    if membership_of(group_id, principal) is None:
-        return False, []
-    return True, selectors.visible_page(group_id, after=after, limit=tails.PAGE)[1]
+    """(still a member, the next page of events after ``after`` up to the committed head):
+    the membership, the head and the page in one round trip on PostgreSQL."""
+    return selectors.member_page(group_id, principal, after=after, limit=tails.PAGE)
 
 
 @database_sync_to_async
@@ -72,6 +75,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.close(code=4401)
             return
         self.cursors: dict[str, int] = {}
+        self.batched: set[str] = set()  # groups subscribed with "batch": true
         self.member_at: dict[str, int] = {}  # the head at which the membership was checked
         self.tails: dict[str, tails.GroupTail] = {}
         self.dirty: set[str] = set()
@@ -129,6 +133,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
             raise ProtocolError(ErrorCode.MALFORMED, "SUBSCRIBE names a group")
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ProtocolError(ErrorCode.MALFORMED, "afterSequence is a non-negative integer")
+        batch = frame.get("batch", False)
+        if not isinstance(batch, bool):
+            raise ProtocolError(ErrorCode.MALFORMED, "batch is true or false")
         assert self.caller is not None
         if group_id not in self.tails:  # attached before the check: see tails.attach
             self.tails[group_id] = await tails.attach(group_id, id(self), self._wake)
@@ -144,6 +151,10 @@ class StreamConsumer(AsyncWebsocketConsumer):
             running.cancel()
             await asyncio.gather(running, return_exceptions=True)
         self.cursors[group_id] = after
+        if batch:
+            self.batched.add(group_id)
+        else:
+            self.batched.discard(group_id)
         self.member_at[group_id] = checked_at
         await self.channel_layer.group_add(group_channel(group_id), self.channel_name)
         self.tails[group_id].wake()  # what committed before the join: see the docstring
@@ -221,14 +232,38 @@ class StreamConsumer(AsyncWebsocketConsumer):
                     return
             if not documents:
                 return
-            for document in documents:
-                await self.send(text_data='{"op":"EVENT","event":' + document + "}")
+            if group_id in self.batched:
+                await self._send_batched(group_id, documents)
+            else:
+                for document in documents:
+                    await self.send(text_data='{"op":"EVENT","event":' + document + "}")
             if live:  # a replay's events are old by design: not a delivery latency
                 metrics.observe_delivery(documents, sent_at=time.time())
             self.cursors[group_id] = json.loads(documents[-1])["sequence"]
 
+    async def _send_batched(self, group_id: str, documents: list[str]) -> None:
+        """``EVENTS`` frames of consecutive events (wire.md §7, ``"batch": true``): at most
+        ``BATCH_EVENTS`` and about ``BATCH_BYTES`` each, with the last one's sequence at the
+        end, where a client finds it without decoding the events."""
+        prefix = '{"op":"EVENTS","group":' + json.dumps(group_id) + ',"events":['
+        start = 0
+        while start < len(documents):
+            end, size = start + 1, len(documents[start])
+            while (
+                end < len(documents)
+                and end - start < BATCH_EVENTS
+                and size + len(documents[end]) <= BATCH_BYTES
+            ):
+                size += len(documents[end])
+                end += 1
+            last = json.loads(documents[end - 1])["sequence"]
+            body = ",".join(documents[start:end])
+            await self.send(text_data=f'{prefix}{body}],"last":{last}}}')
+            start = end
+
     async def _unsubscribe(self, group_id: str) -> None:
         self.cursors.pop(group_id, None)
+        self.batched.discard(group_id)
         self.dirty.discard(group_id)
         if self.tails.pop(group_id, None) is not None:
             tails.detach(group_id, id(self))

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.api.edge import CommandEdge
+from tests.artifacts.helpers import read_response
 from tests.factories import World, mission_body
 from tests.live_server import LiveServer, uvicorn_server
 
@@ -87,6 +88,14 @@ def _essence(status: int, body: bytes) -> tuple[int, object]:
     return status, document
 
 
+#: the property tests: every example sends its request through both doors
+BOTH_DOORS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
 @pytest.fixture(scope="module")
 def doors() -> tuple[Any, Any]:
     django_app = get_asgi_application()
@@ -94,11 +103,7 @@ def doors() -> tuple[Any, Any]:
 
 
 @pytest.mark.django_db(transaction=True)
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@BOTH_DOORS
 @given(data=st.data())
 def test_the_edge_answers_every_request_as_django_does(
     world: World, doors: tuple[Any, Any], data: st.DataObject
@@ -211,11 +216,7 @@ QUERY_VALUES = ["0", "1", "2", "5", "", "-1", "abc", "\uff11", "\u0661", "1000",
 
 
 @pytest.mark.django_db(transaction=True)
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@BOTH_DOORS
 @given(data=st.data())
 def test_the_edge_serves_event_pages_as_django_does(
     world: World, doors: tuple[Any, Any], data: st.DataObject
@@ -329,21 +330,8 @@ def _head(path: str, headers: dict[str, str]) -> bytes:
 
 
 def _response(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, Any]]:
-    buffer = b""
-    while b"\r\n\r\n" not in buffer:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise ConnectionError(f"closed before a response: {buffer!r}")
-        buffer += chunk
-    head, _, body = buffer.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-    while len(body) < int(headers.get("content-length", "0")):
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        body += chunk
-    return int(status_line.split()[1]), headers, json.loads(body)
+    status, headers, body = read_response(sock)
+    return status, headers, json.loads(body)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -12,14 +12,11 @@ import json
 from typing import Any
 
 import pytest
-from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from apps.ledger.models import GroupLog
-from apps.ledger.write_path import submit_command
 from apps.stream import consumers
-from tests.factories import World, mission_body
-from tests.stream.sockets import connected, frames
+from tests.factories import World
+from tests.stream.sockets import connected, create_missions, frames, head_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,18 +24,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def in_memory_layer(settings: Any) -> None:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-
-
-@database_sync_to_async
-def _create_missions(world: World, count: int) -> None:
-    for _ in range(count):
-        document = world.w1.command(world.group, "mission.create", mission_body())
-        submit_command(group_id=world.group, document=document, caller=world.w1.caller)
-
-
-@database_sync_to_async
-def _head(world: World) -> int:
-    return GroupLog.objects.get(group_id=world.group).head_sequence
 
 
 async def _events_until(socket: WebsocketCommunicator, head: int) -> list[dict]:
@@ -55,8 +40,8 @@ async def test_a_batched_replay_sends_every_event_in_order_in_few_frames(
     """R16-09, wire§7: 30 events after 0, frames of at most 7 events here: each frame's
     events are consecutive, ``last`` is its final sequence, together they are 1..head."""
     monkeypatch.setattr(consumers, "BATCH_EVENTS", 7)
-    await _create_missions(world, 25)
-    head = await _head(world)
+    await create_missions(world, 25)
+    head = await head_of(world)
     socket = await connected(world.w2.token)
     await socket.send_json_to(
         {"op": "SUBSCRIBE", "group": world.group, "afterSequence": 0, "batch": True}
@@ -78,8 +63,8 @@ async def test_frames_are_cut_by_size_and_a_large_event_travels_alone(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A frame stays under ``BATCH_BYTES`` unless one event alone is larger."""
-    await _create_missions(world, 6)
-    head = await _head(world)
+    await create_missions(world, 6)
+    head = await head_of(world)
     size = len(json.dumps({"sequence": 1}))  # any stored event is larger than this
     monkeypatch.setattr(consumers, "BATCH_BYTES", size)
     socket = await connected(world.w2.token)
@@ -96,14 +81,14 @@ async def test_frames_are_cut_by_size_and_a_large_event_travels_alone(
 async def test_live_events_follow_in_events_frames_after_the_replay(world: World) -> None:
     """The hand-over from replay to live keeps the mode: the events appended after the
     replay come as EVENTS frames too, with no gap."""
-    head = await _head(world)
+    head = await head_of(world)
     socket = await connected(world.w2.token)
     await socket.send_json_to(
         {"op": "SUBSCRIBE", "group": world.group, "afterSequence": 0, "batch": True}
     )
     await _events_until(socket, head)
 
-    await _create_missions(world, 3)
+    await create_missions(world, 3)
     live = await _events_until(socket, head + 3)
 
     sequences = [event["sequence"] for frame in live for event in frame["events"]]
@@ -113,7 +98,7 @@ async def test_live_events_follow_in_events_frames_after_the_replay(world: World
 
 async def test_without_batch_nothing_changes_and_a_bad_batch_is_malformed(world: World) -> None:
     """wire§7: the default is one EVENT frame per event; ``"batch": "yes"`` is MALFORMED."""
-    head = await _head(world)
+    head = await head_of(world)
     plain = await connected(world.w2.token)
     await plain.send_json_to({"op": "SUBSCRIBE", "group": world.group, "afterSequence": 0})
     bad = await connected(world.w2.token)

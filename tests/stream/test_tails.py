@@ -17,13 +17,11 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from apps.ledger.models import GroupLog
-from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.stream import consumers, tails
 from tests import factories
-from tests.factories import World, mission_body
-from tests.stream.sockets import connected, frames
+from tests.factories import World
+from tests.stream.sockets import connected, create_missions, frames, head_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SOCKETS = 20
@@ -48,18 +46,6 @@ class Counted:
         return await self.function(*args)
 
 
-@database_sync_to_async
-def _create_missions(world: World, count: int) -> None:
-    for _ in range(count):
-        document = world.w1.command(world.group, "mission.create", mission_body())
-        submit_command(group_id=world.group, document=document, caller=world.w1.caller)
-
-
-@database_sync_to_async
-def _head(world: World) -> int:
-    return GroupLog.objects.get(group_id=world.group).head_sequence
-
-
 async def _subscribed(token: str, group: str, after: int) -> WebsocketCommunicator:
     socket = await connected(token)
     await socket.send_json_to({"op": "SUBSCRIBE", "group": group, "afterSequence": after})
@@ -75,11 +61,11 @@ async def test_live_events_are_read_once_per_process_not_once_per_socket(
     tail_reads, socket_reads = Counted(tails._read_after), Counted(consumers._read)
     monkeypatch.setattr(tails, "_read_after", tail_reads)
     monkeypatch.setattr(consumers, "_read", socket_reads)
-    head = await _head(world)
+    head = await head_of(world)
     sockets = [await _subscribed(world.w2.token, world.group, head) for _ in range(SOCKETS)]
     await asyncio.sleep(0.2)
     tail_reads.calls = 0  # each SUBSCRIBE wakes the tail once; count the live events' reads
-    await _create_missions(world, EVENTS)
+    await create_missions(world, EVENTS)
     for socket in sockets:
         received = [frame["event"]["sequence"] for frame in await frames(socket, EVENTS)]
         assert received == list(range(head + 1, head + EVENTS + 1))
@@ -96,15 +82,15 @@ async def test_a_socket_behind_the_cache_replays_from_the_log_then_joins_the_tai
     events itself (the tail only holds what arrived after it started), then follows from the
     shared tail: both end with the same events, gapless and in order."""
     monkeypatch.setattr(tails, "CACHED_EVENTS", 3)
-    live = await _subscribed(world.w2.token, world.group, await _head(world))
+    live = await _subscribed(world.w2.token, world.group, await head_of(world))
     await asyncio.sleep(0.1)
-    await _create_missions(world, 6)  # more than the cache keeps
-    head = await _head(world)
+    await create_missions(world, 6)  # more than the cache keeps
+    head = await head_of(world)
     replaying = await _subscribed(world.w1.token, world.group, 0)
     assert [f["event"]["sequence"] for f in await frames(replaying, head)] == list(
         range(1, head + 1)
     )
-    await _create_missions(world, 2)
+    await create_missions(world, 2)
     assert [f["event"]["sequence"] for f in await frames(replaying, 2)] == [head + 1, head + 2]
     assert [f["event"]["sequence"] for f in await frames(live, 8)] == list(
         range(head - 5, head + 3)
@@ -119,7 +105,7 @@ async def test_a_revocation_read_by_the_tail_ends_the_subscription_before_later_
     """wire§7: the tail notes the revocation it reads; the revoked member's socket sends
     nothing from the revocation on and says NOT_A_MEMBER, while another member's socket on
     the same tail goes on."""
-    head = await _head(world)
+    head = await head_of(world)
     revoked = await _subscribed(world.w2.token, world.group, head)
     staying = await _subscribed(world.w1.token, world.group, head)
     await asyncio.sleep(0.1)
@@ -127,7 +113,7 @@ async def test_a_revocation_read_by_the_tail_ends_the_subscription_before_later_
         group_id=world.group, admin=world.alice.caller, principal=world.w2.principal
     )
     revoked_at = outcome.body["events"][0]["sequence"]
-    await _create_missions(world, 2)
+    await create_missions(world, 2)
     error = json.loads(await revoked.receive_from(timeout=3))
     assert (error["op"], error["code"], error["group"]) == ("ERROR", "NOT_A_MEMBER", world.group)
     assert await revoked.receive_nothing(timeout=0.3)
@@ -146,7 +132,7 @@ def _outsider(world: World) -> factories.AgentPersona:
 async def test_the_tail_stops_when_its_last_socket_leaves(world: World) -> None:
     """A tail lives while a socket of its group does in this process: no poll goes on for
     nobody, and a later subscription starts a fresh one at the then head."""
-    socket = await _subscribed(world.w2.token, world.group, await _head(world))
+    socket = await _subscribed(world.w2.token, world.group, await head_of(world))
     await asyncio.sleep(0.1)
     loop_tails = tails._tails[asyncio.get_running_loop()]
     assert world.group in loop_tails

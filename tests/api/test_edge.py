@@ -329,6 +329,11 @@ def _head(path: str, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
+def _json_from(token: str, **headers: str) -> dict[str, str]:
+    """A JSON request's headers with ``token``, plus ``headers`` (the body's framing)."""
+    return {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers}
+
+
 def _response(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, Any]]:
     status, headers, body = read_response(sock)
     return status, headers, json.loads(body)
@@ -362,11 +367,7 @@ def test_a_declared_length_over_the_limit_is_413_before_the_body(
         sock.sendall(
             _head(
                 f"/api/v1/groups/{world.group}/commands",
-                {
-                    "Authorization": f"Bearer {world.w1.token}",
-                    "Content-Type": "application/json",
-                    "Content-Length": str(2 * 1024 * 1024),
-                },
+                _json_from(world.w1.token, **{"Content-Length": str(2 * 1024 * 1024)}),
             )
         )
         status, _, document = _response(sock)
@@ -389,11 +390,7 @@ def test_a_chunked_command_is_read_and_accepted(uvicorn_server: LiveServer, worl
         sock.sendall(
             _head(
                 f"/api/v1/groups/{world.group}/commands",
-                {
-                    "Authorization": f"Bearer {world.w1.token}",
-                    "Content-Type": "application/json",
-                    "Transfer-Encoding": "chunked",
-                },
+                _json_from(world.w1.token, **{"Transfer-Encoding": "chunked"}),
             )
             + _chunked(json.dumps(envelope).encode(), 100)
         )
@@ -414,11 +411,7 @@ def test_a_chunked_body_past_the_limit_is_cut_at_413(
         sock.sendall(
             _head(
                 f"/api/v1/groups/{world.group}/commands",
-                {
-                    "Authorization": f"Bearer {world.w1.token}",
-                    "Content-Type": "application/json",
-                    "Transfer-Encoding": "chunked",
-                },
+                _json_from(world.w1.token, **{"Transfer-Encoding": "chunked"}),
             )
         )
         chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)

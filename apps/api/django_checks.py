@@ -47,9 +47,9 @@ def check_host(request: Request) -> None:
         )
 
 
-def security_headers() -> list[tuple[str, str]]:
+def security_headers(*, secure: bool) -> list[tuple[str, str]]:
     """The headers ``SecurityMiddleware`` and ``XFrameOptionsMiddleware`` add to every
-    response (HSTS aside: only on a secure request, ``hsts``)."""
+    response; ``Strict-Transport-Security`` only to a secure request, as Django does."""
     headers = []
     if settings.SECURE_CONTENT_TYPE_NOSNIFF:
         headers.append(("x-content-type-options", "nosniff"))
@@ -60,11 +60,12 @@ def security_headers() -> list[tuple[str, str]]:
     if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
         headers.append(("cross-origin-opener-policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
     headers.append(("x-frame-options", settings.X_FRAME_OPTIONS.upper()))
+    if secure and settings.SECURE_HSTS_SECONDS:
+        headers.append(("strict-transport-security", _hsts()))
     return headers
 
 
-def hsts() -> str:
-    """``Strict-Transport-Security`` as ``SecurityMiddleware`` writes it."""
+def _hsts() -> str:
     value = f"max-age={settings.SECURE_HSTS_SECONDS}"
     if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
         value += "; includeSubDomains"

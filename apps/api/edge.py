@@ -25,7 +25,6 @@ to the inner application unchanged.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -35,11 +34,23 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from channels.db import DatabaseSyncToAsync
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError
 from django.http import QueryDict
 
-from apps.artifacts.http import ClientGone, Receive, Request, Responder, Scope, Send
+from apps.artifacts.http import (
+    RETRY_AFTER_S,
+    ClientGone,
+    Receive,
+    Request,
+    Responder,
+    Scope,
+    Send,
+    body_parts,
+    refuse,
+    unavailable,
+)
 from apps.ledger.selectors import DEFAULT_PAGE, JoinedPage, readable_page
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
@@ -50,7 +61,7 @@ from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .answers import batch_document, events_body, outcome_headers, query_int
-from .django_checks import check_host, hsts, is_secure, security_headers
+from .django_checks import check_host, is_secure, security_headers
 from .parsers import check_json_media_type, too_large
 from .session_callers import SessionCallers
 
@@ -66,7 +77,6 @@ ALLOW = {
     "commands:batch": "POST, OPTIONS",
     "events": "GET, HEAD, OPTIONS",
 }
-RETRY_AFTER_S = "5"
 #: threads answering commands per process; each holds at most one database connection
 EDGE_THREADS = 8
 
@@ -84,7 +94,6 @@ class CommandEdge:
     def __init__(self, inner: Callable[..., Any], *, threads: int = EDGE_THREADS) -> None:
         self.inner = inner
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mwp-edge")
-        self._headers: list[tuple[str, str]] | None = None
         #: read and written on the event loop's thread only
         self._sessions = SessionCallers()
 
@@ -96,7 +105,7 @@ class CommandEdge:
         group, endpoint = match
         request = Request(scope, "")
         responder = Responder(send, head=False)
-        security = self._security_headers(is_secure(scope))
+        security = security_headers(secure=is_secure(scope))
         try:
             reply = await self._answer(request, receive, group, endpoint)
             await responder.start(
@@ -113,24 +122,23 @@ class CommandEdge:
         except ClientGone:
             return
         except ProtocolError as error:
-            await self._refuse(responder, request, security, error)
+            await refuse(responder, request, error, headers=security)
         except DatabaseError:
             logger.exception("database unavailable at %s", scope["path"])
-            await self._refuse(
+            await refuse(
                 responder,
                 request,
-                security,
-                ProtocolError(ErrorCode.INTERNAL, "database unavailable, retry later"),
+                unavailable("database"),
                 status=503,
-                extra=[("retry-after", RETRY_AFTER_S)],
+                headers=[("retry-after", RETRY_AFTER_S), *security],
             )
         except Exception:
             logger.exception("unhandled error at %s", scope["path"])
-            await self._refuse(
+            await refuse(
                 responder,
                 request,
-                security,
                 ProtocolError(ErrorCode.INTERNAL, "internal error", requirement="wire§8"),
+                headers=security,
             )
 
     async def _answer(self, request: Request, receive: Receive, group: str, endpoint: str) -> Reply:
@@ -180,40 +188,9 @@ class CommandEdge:
 
     async def _run[T](self, function: Callable[..., T], *args: Any) -> T:
         """``function`` on one of the edge's threads, between the connection checks Django
-        runs at the start and end of every request."""
-        return await asyncio.get_running_loop().run_in_executor(
-            self._pool, partial(_within_request, function, *args)
-        )
-
-    async def _refuse(
-        self,
-        responder: Responder,
-        request: Request,
-        security: list[tuple[str, str]],
-        error: ProtocolError,
-        *,
-        status: int | None = None,
-        extra: list[tuple[str, str]] | None = None,
-    ) -> None:
-        if responder.started:
-            return  # too late for a status: the incomplete response ends the connection
-        try:
-            await responder.error(
-                error,
-                status=status,
-                headers=[*(extra or []), *security],
-                close=request.must_close_unread,
-            )
-        except Exception:
-            logger.exception("could not send the refusal %s", error.code)
-
-    def _security_headers(self, secure: bool) -> list[tuple[str, str]]:
-        """What ``SecurityMiddleware`` and ``XFrameOptionsMiddleware`` add to a response."""
-        if self._headers is None:
-            self._headers = security_headers()
-        if secure and settings.SECURE_HSTS_SECONDS:
-            return [*self._headers, ("strict-transport-security", hsts())]
-        return self._headers
+        runs at the start and end of every request (channels' ``DatabaseSyncToAsync``)."""
+        call = DatabaseSyncToAsync(function, thread_sensitive=False, executor=self._pool)
+        return await call(*args)
 
 
 def _edge_path(scope: Scope) -> tuple[str, str] | None:
@@ -238,32 +215,11 @@ def _bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-def _within_request[T](function: Callable[..., T], *args: Any) -> T:
-    close_old_connections()
-    try:
-        return function(*args)
-    finally:
-        close_old_connections()
-
-
 async def _read_body(request: Request, receive: Receive, *, limit: int) -> bytes:
-    """The whole body, counted as it arrives: ``TOO_LARGE`` past ``limit`` (a chunked body
-    has no declared length to refuse up front), ``ClientGone`` on a disconnect."""
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        part = message.get("body", b"")
-        if part:
-            total += len(part)
-            if total > limit:
-                raise too_large(limit)
-            parts.append(part)
-        if not message.get("more_body", False):
-            request.body_consumed = True
-            return b"".join(parts)
+    """The whole body, counted as it arrives and cut at ``limit`` (``body_parts``)."""
+    return b"".join(
+        [part async for part in body_parts(request, receive, limit=limit, too_large=too_large)]
+    )
 
 
 def _encoded(document: Any) -> bytes:

@@ -24,14 +24,24 @@ from missionweave.protocol.canonical import is_digest
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from . import downloads, uploads
-from .http import ClientGone, Exchange, Receive, Request, Responder, Scope, Send
+from .http import (
+    RETRY_AFTER_S,
+    ClientGone,
+    Exchange,
+    Receive,
+    Request,
+    Responder,
+    Scope,
+    Send,
+    refuse,
+    unavailable,
+)
 from .storage import configured_storage
 
 logger = logging.getLogger(__name__)
 
 PREFIX = "/api/v1/artifacts/"
 ALLOWED = ("GET", "HEAD", "PUT")
-RETRY_AFTER_S = "5"
 
 
 def _principal(authorization: str | None) -> str:
@@ -60,19 +70,19 @@ class ArtifactApp:
         except ClientGone:
             return  # nothing kept (the upload's spool is gone), nobody to answer
         except ProtocolError as error:
-            await self._refuse(responder, request, error)
+            await refuse(responder, request, error)
         except (OSError, DatabaseError):
             logger.exception("artifact storage or database unavailable")
-            await self._refuse(
+            await refuse(
                 responder,
                 request,
-                ProtocolError(ErrorCode.INTERNAL, "storage unavailable, retry later"),
+                unavailable("storage"),
                 status=503,
                 headers=[("retry-after", RETRY_AFTER_S)],
             )
         except Exception:
             logger.exception("unhandled error at %s", scope.get("path"))
-            await self._refuse(
+            await refuse(
                 responder,
                 request,
                 ProtocolError(ErrorCode.INTERNAL, "internal error", requirement="wire§8"),
@@ -100,23 +110,6 @@ class ArtifactApp:
             await uploads.put(exchange)
         else:
             await downloads.get(exchange)
-
-    async def _refuse(
-        self,
-        responder: Responder,
-        request: Request | None,
-        error: ProtocolError,
-        *,
-        status: int | None = None,
-        headers: list[tuple[str, str]] | None = None,
-    ) -> None:
-        if responder.started:
-            return  # too late for a status: the incomplete response ends the connection
-        close = request is None or request.must_close_unread
-        try:
-            await responder.error(error, status=status, headers=headers or [], close=close)
-        except Exception:
-            logger.exception("could not send the refusal %s", error.code)
 
 
 class ArtifactsMount:

@@ -7,7 +7,8 @@ fixes for its code (``ProtocolError.status``), never a second table here.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,10 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
+logger = logging.getLogger(__name__)
+
+#: how long a client is told to wait when storage or the database is out (503)
+RETRY_AFTER_S = "5"
 #: Content-Length longer than this many digits is past any limit (and slow to parse)
 _MAX_LENGTH_DIGITS = 18
 #: an unread body up to this size is left for the server to discard, keeping the connection
@@ -153,3 +158,55 @@ class Exchange:
     receive: Receive
     responder: Responder
     storage: Storage
+
+
+async def body_parts(
+    request: Request,
+    receive: Receive,
+    *,
+    limit: int,
+    too_large: Callable[[int], ProtocolError],
+) -> AsyncIterator[bytes]:
+    """The body's parts as they arrive, counted: ``too_large(limit)`` as soon as more than
+    ``limit`` bytes came (a chunked body has no declared length to refuse up front),
+    ``ClientGone`` on a disconnect; ``request.body_consumed`` once the last part is in."""
+    total = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        part = message.get("body", b"")
+        if part:
+            total += len(part)
+            if total > limit:
+                raise too_large(limit)
+            yield part
+        if not message.get("more_body", False):
+            request.body_consumed = True
+            return
+
+
+async def refuse(
+    responder: Responder,
+    request: Request | None,
+    error: ProtocolError,
+    *,
+    status: int | None = None,
+    headers: Iterable[tuple[str, str]] = (),
+) -> None:
+    """Answer ``error`` as its wire.md §8 document, closing the connection when the body was
+    not read; once the response has started there is no status left to send, and the
+    incomplete response ends the connection."""
+    if responder.started:
+        return
+    close = request is None or request.must_close_unread
+    try:
+        await responder.error(error, status=status, headers=headers, close=close)
+    except Exception:
+        logger.exception("could not send the refusal %s", error.code)
+
+
+def unavailable(what: str) -> ProtocolError:
+    """The refusal of a request that storage or the database could not serve: 503 with
+    ``Retry-After: RETRY_AFTER_S`` (``refuse(..., status=503, ...)``)."""
+    return ProtocolError(ErrorCode.INTERNAL, f"{what} unavailable, retry later")

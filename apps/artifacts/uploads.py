@@ -18,7 +18,7 @@ from django.conf import settings
 
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-from .http import ClientGone, Exchange, Receive
+from .http import Exchange, Receive, Request, body_parts
 from .services import hash_mismatch, too_large, upload_record
 from .storage import CHUNK_BYTES, Spool
 
@@ -33,33 +33,25 @@ def _unsupported_media_type() -> ProtocolError:
     )
 
 
-async def _receive_into(receive: Receive, spool: Spool, *, limit: int, declared: int | None) -> int:
+async def _receive_into(
+    request: Request, receive: Receive, spool: Spool, *, limit: int, declared: int | None
+) -> int:
     """Receive the whole body into ``spool``; its size. ``ClientGone`` on a disconnect,
-    ``TOO_LARGE`` as soon as more than ``limit`` bytes arrived (a chunked body has no
-    declared length to refuse up front)."""
+    ``TOO_LARGE`` as soon as more than ``limit`` bytes arrived (``body_parts``)."""
     batch: list[bytes] = []
     batch_bytes = 0
     total = 0
     writing: asyncio.Future[Any] | None = None
     try:
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone
-            body = message.get("body", b"")
-            if body:
-                total += len(body)
-                if total > limit:
-                    raise too_large(limit)
-                batch.append(body)
-                batch_bytes += len(body)
-                if batch_bytes >= CHUNK_BYTES:
-                    if writing is not None:
-                        await writing
-                    writing = asyncio.ensure_future(asyncio.to_thread(spool.write, batch))
-                    batch, batch_bytes = [], 0
-            if not message.get("more_body", False):
-                break
+        async for body in body_parts(request, receive, limit=limit, too_large=too_large):
+            total += len(body)
+            batch.append(body)
+            batch_bytes += len(body)
+            if batch_bytes >= CHUNK_BYTES:
+                if writing is not None:
+                    await writing
+                writing = asyncio.ensure_future(asyncio.to_thread(spool.write, batch))
+                batch, batch_bytes = [], 0
         if writing is not None:
             await writing
             writing = None
@@ -88,8 +80,7 @@ async def put(exchange: Exchange) -> None:
         raise too_large(limit)  # at once, without reading a byte of the body
     spool = await asyncio.to_thread(storage.spool)
     try:
-        size = await _receive_into(exchange.receive, spool, limit=limit, declared=declared)
-        request.body_consumed = True
+        size = await _receive_into(request, exchange.receive, spool, limit=limit, declared=declared)
         actual = await asyncio.to_thread(spool.finish)
         if actual != request.digest:
             raise hash_mismatch(request.digest, actual)

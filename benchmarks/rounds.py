@@ -40,10 +40,15 @@ def tag(measurement: Measurement, round_: int) -> Measurement:
 def _cells(
     measurements: list[Measurement], names: tuple[str, ...]
 ) -> dict[tuple[Any, ...], list[Measurement]]:
+    """The measurements of each cell (the params ``names`` name), in round order."""
     cells: dict[tuple[Any, ...], list[Measurement]] = defaultdict(list)
-    for measurement in measurements:
+    for measurement in sorted(measurements, key=_round):
         cells[tuple(measurement.params[name] for name in names)].append(measurement)
     return cells
+
+
+def _round(measurement: Measurement) -> int:
+    return int(measurement.params.get("round", 0))
 
 
 def _median_rate(measurements: list[Measurement]) -> Measurement:
@@ -63,28 +68,27 @@ def collapse(results: Results) -> Results:
         chosen = []
         for cell in _cells(getattr(results, name), names).values():
             median = _median_rate(cell)
-            rates = [m.rate for m in sorted(cell, key=lambda m: m.params.get("round", 0))]
+            rates = [m.rate for m in cell]
             chosen.append(dataclasses.replace(median, params={**median.params, "rates": rates}))
         setattr(collapsed, name, chosen)
     for name, ceiling_name, names in PAIRS:
         ceilings = {
-            (cell, m.params.get("round", 0)): m
+            (cell, _round(m)): m
             for cell, ms in _cells(getattr(results, ceiling_name), names).items()
             for m in ms
         }
         chosen = []
         for cell, measurements in _cells(getattr(results, name), names).items():
-            by_round = sorted(measurements, key=lambda m: m.params.get("round", 0))
             ratios = [
-                ratio(m.rate, ceilings[(cell, m.params.get("round", 0))].rate)
-                if (cell, m.params.get("round", 0)) in ceilings
+                ratio(m.rate, ceilings[(cell, _round(m))].rate)
+                if (cell, _round(m)) in ceilings
                 else float("nan")
-                for m in by_round
+                for m in measurements
             ]
             median = _median_rate(measurements)
             params = {
                 **median.params,
-                "rates": [m.rate for m in by_round],
+                "rates": [m.rate for m in measurements],
                 "ratios": ratios,
                 "ratio": statistics.median(ratios),
             }

@@ -50,6 +50,11 @@ def _daphne(port: int, workers: int) -> list[str]:
     return [_executable("daphne"), "-b", HOST, "-p", str(port), "-v", "0", APPLICATION]
 
 
+def _bind(port: int, workers: int) -> list[str]:
+    """Where uvicorn and granian listen, with how many processes, on uvloop (same flags)."""
+    return ["--host", HOST, "--port", str(port), "--workers", str(workers), "--loop", "uvloop"]
+
+
 def _uvicorn(port: int, workers: int) -> list[str]:
     # uvloop and httptools are the C event loop and HTTP parser (the pure-Python defaults cost
     # CPU the GIL-bound write path needs); websockets-sansio is the websockets library's
@@ -59,14 +64,7 @@ def _uvicorn(port: int, workers: int) -> list[str]:
     # No lifespan: Channels' router has none to run.
     return [
         _executable("uvicorn"),
-        "--host",
-        HOST,
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--loop",
-        "uvloop",
+        *_bind(port, workers),
         "--http",
         "httptools",
         "--ws",
@@ -88,14 +86,7 @@ def _granian(port: int, workers: int) -> list[str]:
         _executable("granian"),
         "--interface",
         "asginl",
-        "--host",
-        HOST,
-        "--port",
-        str(port),
-        "--workers",
-        str(workers),
-        "--loop",
-        "uvloop",
+        *_bind(port, workers),
         "--log-level",
         "warning",
         APPLICATION,

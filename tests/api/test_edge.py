@@ -96,6 +96,31 @@ BOTH_DOORS = settings(
 )
 
 
+def _command_headers(token: str, body: bytes) -> Headers:
+    """A command request's headers from ``token`` for ``body``."""
+    return [
+        (b"host", b"127.0.0.1"),
+        (b"authorization", f"Bearer {token}".encode()),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+
+
+def _authorizations(world: World) -> list[str | None]:
+    """``Authorization`` values the property tests draw from: none, malformed, unknown, an
+    agent's session, a member's and a staff user's API tokens."""
+    return [
+        None,
+        "",
+        "Bearer",
+        "Basic abc",
+        "Bearer mwps_unknown",
+        f"Bearer {world.w1.token}",
+        f"Bearer {world.olga.token}",
+        f"Bearer {world.alice.token}",
+    ]
+
+
 @pytest.fixture(scope="module")
 def doors() -> tuple[Any, Any]:
     django_app = get_asgi_application()
@@ -113,20 +138,7 @@ def test_the_edge_answers_every_request_as_django_does(
     edge, django_app = doors
     endpoint = data.draw(st.sampled_from(["commands", "commands:batch"]), label="endpoint")
     group = data.draw(st.sampled_from([world.group, "g-unknown"]), label="group")
-    token = data.draw(
-        st.sampled_from(
-            [
-                None,
-                "",
-                "Bearer",
-                "Basic abc",
-                "Bearer mwps_unknown",
-                world.w1.token,
-                world.olga.token,
-            ]
-        ),
-        label="token",
-    )
+    authorization = data.draw(st.sampled_from(_authorizations(world)), label="authorization")
     content_type = data.draw(st.sampled_from(CONTENT_TYPES), label="content_type")
     envelope = world.w1.command(world.group, "mission.create", mission_body())
     document = {"commands": [envelope]} if endpoint == "commands:batch" else envelope
@@ -141,9 +153,8 @@ def test_the_edge_answers_every_request_as_django_does(
         label="body",
     )
     headers: Headers = [(b"host", b"127.0.0.1")]
-    if token is not None:
-        value = token if token.startswith(("Bearer", "Basic")) or not token else f"Bearer {token}"
-        headers.append((b"authorization", value.encode()))
+    if authorization is not None:
+        headers.append((b"authorization", authorization.encode()))
     if content_type is not None:
         headers.append((b"content-type", content_type.encode()))
     headers.append((b"content-length", str(len(body)).encode()))
@@ -164,12 +175,7 @@ def test_an_answer_carries_the_headers_django_would_set(
     edge, django_app = doors
     envelope = world.w1.command(world.group, "mission.create", mission_body())
     body = json.dumps(envelope).encode()
-    headers: Headers = [
-        (b"host", b"127.0.0.1"),
-        (b"authorization", f"Bearer {world.w1.token}".encode()),
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-    ]
+    headers = _command_headers(world.w1.token, body)
     path = f"/api/v1/groups/{world.group}/commands"
     compared = (
         "content-type", "x-content-type-options", "referrer-policy",
@@ -225,19 +231,7 @@ def test_the_edge_serves_event_pages_as_django_does(
     digits, signs, 19 digits, repeats): the same status and error code or the same page."""
     edge, django_app = doors
     group = data.draw(st.sampled_from([world.group, "g-unknown"]), label="group")
-    token = data.draw(
-        st.sampled_from(
-            [
-                None,
-                "Basic abc",
-                "Bearer mwps_unknown",
-                f"Bearer {world.w1.token}",
-                f"Bearer {world.olga.token}",
-                f"Bearer {world.alice.token}",
-            ]
-        ),
-        label="token",
-    )
+    authorization = data.draw(st.sampled_from(_authorizations(world)), label="authorization")
     pairs = data.draw(
         st.lists(
             st.tuples(st.sampled_from(["after", "limit", "other"]), st.sampled_from(QUERY_VALUES)),
@@ -247,8 +241,8 @@ def test_the_edge_serves_event_pages_as_django_does(
     )
     query = urlencode(pairs).encode()
     headers: Headers = [(b"host", b"127.0.0.1")]
-    if token is not None:
-        headers.append((b"authorization", token.encode()))
+    if authorization is not None:
+        headers.append((b"authorization", authorization.encode()))
     path = f"/api/v1/groups/{group}/events"
 
     answers = [
@@ -281,15 +275,6 @@ def test_a_remembered_token_of_a_replaced_session_reads_no_events(
     assert first_headers["allow"] == django_headers["allow"]
     for status, _, body in (stale, stale_bad_query):
         assert (status, json.loads(body)["error"]["code"]) == (401, "STALE_SESSION")
-
-
-def _command_headers(token: str, body: bytes) -> Headers:
-    return [
-        (b"host", b"127.0.0.1"),
-        (b"authorization", f"Bearer {token}".encode()),
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-    ]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -60,7 +60,9 @@ class GroupArtifact(models.Model):
     keeps garbage collection away from them.
     """
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="+")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     digest = models.CharField(max_length=DIGEST_LENGTH)
     data = models.JSONField(decoder=ProjectionJSONDecoder)
 

@@ -1,4 +1,6 @@
-"""A migration operation: lead a group-scoped table's primary key with its group column.
+"""Migration operations for group-scoped tables: lead the primary key with the group column
+(``LeadPrimaryKeyWithGroup``), and drop the index on the group column alone
+(``DropGroupOnlyIndex``).
 
 Issue 15 §6 asks that every group-scoped table's primary and unique keys lead with
 ``group_id``, so the log can be sharded by group on a distributed PostgreSQL (Citus enforces a
@@ -110,3 +112,92 @@ class LeadPrimaryKeyWithGroup(Operation):
             f"ALTER TABLE {quote(table)} DROP CONSTRAINT {quote(name)}, "
             f"ADD CONSTRAINT {quote(name)} PRIMARY KEY ({keys})"
         )
+
+
+class DropGroupOnlyIndex(Operation):
+    """Drop the index Django gives a foreign key to the group (``group_id`` alone, and its
+    ``varchar_pattern_ops`` twin on PostgreSQL) and record ``db_index=False`` on the field.
+
+    Every group-scoped table's keys lead with ``group_id`` (``LeadPrimaryKeyWithGroup``), so
+    the single-column index serves no query the keys do not, and costs every insert two
+    index writes on every insert (six indexes on ``ledger_event`` became four). It also
+    gave the planner one more wrong choice: with a table's statistics still empty, a generic
+    plan may read ``WHERE group_id = $1 AND x = $2`` through any index that leads with
+    ``group_id`` and walk the whole group (measured while trying prepared statements; see
+    docs/benchmarks.md).
+
+    Unlike ``AlterField``, it never rebuilds the table on SQLite (which would drop the log's
+    immutability triggers): ``DROP INDEX`` is enough on both databases.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str, field_name: str = "group") -> None:
+        self.model_name = model_name
+        self.field_name = field_name
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return (
+            self.__class__.__qualname__,
+            [],
+            {"model_name": self.model_name, "field_name": self.field_name},
+        )
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        self._set_db_index(app_label, state, db_index=False)
+
+    def state_backwards(self, app_label: str, state: ProjectState) -> None:
+        self._set_db_index(app_label, state, db_index=True)
+
+    def _set_db_index(self, app_label: str, state: ProjectState, *, db_index: bool) -> None:
+        model_state = state.models[app_label, self.model_name.lower()]
+        field = model_state.fields[self.field_name].clone()
+        field.db_index = db_index
+        state.alter_field(app_label, self.model_name.lower(), self.field_name, field, True)
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        column = model._meta.get_field(self.field_name).column
+        connection = schema_editor.connection
+        with connection.cursor() as cursor:
+            constraints = connection.introspection.get_constraints(cursor, model._meta.db_table)
+        for name, info in constraints.items():
+            if (
+                info["index"]
+                and info["columns"] == [column]
+                and not info["unique"]
+                and not info["primary_key"]
+            ):
+                schema_editor.execute(f"DROP INDEX {schema_editor.quote_name(name)}")
+
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return
+        field = model._meta.get_field(self.field_name)
+        schema_editor.execute(schema_editor._create_index_sql(model, fields=[field]))
+        like = getattr(schema_editor, "_create_like_index_sql", None)
+        if like is not None and (statement := like(model, field)) is not None:
+            schema_editor.execute(statement)
+
+    def describe(self) -> str:
+        return f"Drop the index of {self.model_name}.{self.field_name} alone"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"{self.model_name.lower()}_no_group_only_index"

@@ -58,7 +58,9 @@ class EventColumns(models.Model):
 class Event(EventColumns):
     """An appended event. Immutable: a database trigger refuses UPDATE and DELETE."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="events")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="events", db_index=False
+    )
 
     class Meta:
         constraints: ClassVar = [
@@ -85,7 +87,7 @@ class ArchivedEvent(EventColumns):
     """
 
     group = models.ForeignKey(
-        "registry.Group", on_delete=models.PROTECT, related_name="archived_events"
+        "registry.Group", on_delete=models.PROTECT, related_name="archived_events", db_index=False
     )
 
     class Meta:
@@ -103,7 +105,9 @@ class ArchivedEvent(EventColumns):
 class CommandRecord(models.Model):
     """An accepted command and its response, for idempotent replays (wire.md §3 step 5)."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="commands")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="commands", db_index=False
+    )
     actor = models.CharField(max_length=160)
     command_id = models.CharField(max_length=128)
     content_digest = models.CharField(max_length=71)
@@ -157,7 +161,9 @@ class Snapshot(models.Model):
     ``GET /snapshots/{sequence}`` answers it byte for byte.
     """
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="snapshots")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="snapshots", db_index=False
+    )
     sequence = models.PositiveBigIntegerField()
     digest = models.CharField(max_length=71)
     document = models.TextField()

@@ -65,7 +65,7 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
     ``CURSOR_TOO_OLD`` with the snapshot to restore instead (wire.md §4, §7; R16-10).
     """
     limit = max(1, min(limit, MAX_PAGE))
-    with hot_cursor() as cursor:  # a fixed statement: prepared after a few pages
+    with hot_cursor() as cursor:  # parameters bound on the server
         cursor.execute(_EVENTS_PAGE, [group_id, after, head, limit])
         rows = cursor.fetchall()
     if after < head and (not rows or rows[0][0] != after + 1):

@@ -40,11 +40,13 @@ def hot_cursor() -> CursorWrapper:
     """A cursor of Django's connection for the write path's fixed statements.
 
     On PostgreSQL it binds parameters on the server (``psycopg.Cursor``), where Django's
-    default client-side cursor quotes each value into the SQL text in Python: the text
-    stays the same from one command to the next, so psycopg prepares it after a few runs
-    and the server parses and plans it once per connection. It is wrapped as Django wraps
-    its own cursors (same transaction, execute wrappers, query log, error translation).
-    Elsewhere it is Django's cursor.
+    default client-side cursor quotes each value into the SQL text in Python. The
+    statements are not prepared: Django turns psycopg's prepared statements off, and
+    turning them on measured no gain worth their risk (about 40 µs of PostgreSQL CPU per
+    command; a generic plan made while a table was new walked whole groups, and custom
+    plans gave back the saving: docs/benchmarks.md). It is wrapped as Django wraps its own
+    cursors (same transaction, execute wrappers, query log, error translation). Elsewhere
+    it is Django's cursor.
     """
     db = current()
     if db.vendor != "postgresql":

@@ -331,7 +331,9 @@ def _run_batch(
     verified = [item for item in results if isinstance(item, Verified)]
     if not verified:
         return results  # type: ignore[return-value]
-    with transaction.atomic():
+    # Inside a caller's transaction (a sweep's group, a session's leases) no savepoint: a
+    # refused item stages nothing, so nothing needs undoing but by the whole transaction.
+    with transaction.atomic(savepoint=False):
         head, stage = lock_and_read(group_id, _plan(verified, caller), head=head)
         for index, item in enumerate(results):
             if not isinstance(item, Verified):

@@ -229,7 +229,9 @@ class Group(models.Model):
 class Membership(models.Model):
     """Projection of the membership events of a group's log (never written but by the projector)."""
 
-    group = models.ForeignKey(Group, on_delete=models.PROTECT, related_name="memberships")
+    group = models.ForeignKey(
+        Group, on_delete=models.PROTECT, related_name="memberships", db_index=False
+    )
     principal = models.CharField(max_length=160)
     roles = models.JSONField(default=list)
     epoch = models.PositiveBigIntegerField()

@@ -19,7 +19,9 @@ class Cursor(models.Model):
     """
 
     principal = models.CharField(max_length=160)
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="cursors")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="cursors", db_index=False
+    )
     sequence = models.PositiveBigIntegerField(default=0)
     updated_at = models.DateTimeField()
 

@@ -36,7 +36,9 @@ class MissionStatus(models.TextChoices):
 class Mission(models.Model):
     """Projection of a mission's events; written only by the projector."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="missions")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="missions", db_index=False
+    )
     mission_id = models.CharField(max_length=128)
     state = models.CharField(max_length=16, choices=MissionStatus.choices)
     goal = models.TextField()
@@ -110,7 +112,9 @@ Mission.projection = ModelProjection(
 class WorkItem(models.Model):
     """Projection of a WorkItem (wire.md §4 ``GET /groups/{g}/work-items/{id}``)."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="work_items")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="work_items", db_index=False
+    )
     work_item_id = models.CharField(max_length=128)
     mission = models.CharField(max_length=128)
     state = models.CharField(max_length=16)
@@ -186,7 +190,9 @@ WorkItem.projection = ModelProjection(
 class WorkProposal(models.Model):
     """Projection of an open work proposal (R10.2-01)."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="proposals")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="proposals", db_index=False
+    )
     proposal_id = models.CharField(max_length=128)
     data = models.JSONField(decoder=ProjectionJSONDecoder)
 
@@ -217,7 +223,9 @@ WorkProposal.projection = _stored_as_data(WorkProposal, "proposal_id", Proposal)
 class DependencyEdges(models.Model):
     """Projection of a group's dependency graph, read to refuse cycles (R10.4-04)."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="+")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     name = models.CharField(max_length=32)
     data = models.JSONField(decoder=ProjectionJSONDecoder)
 
@@ -238,7 +246,9 @@ DependencyEdges.projection = _stored_as_data(DependencyEdges, "name", Dependency
 class ContextPackage(models.Model):
     """Projection of a context package published in, or forwarded to, a group (R13.3-01)."""
 
-    group = models.ForeignKey("registry.Group", on_delete=models.PROTECT, related_name="+")
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     #: the package id, or ``<from_group>/<id>`` for one received from another group
     package_id = models.CharField(max_length=300)
     data = models.JSONField(decoder=ProjectionJSONDecoder)

@@ -161,3 +161,37 @@ def test_no_foreign_key_points_at_a_group_scoped_table_but_by_its_group() -> Non
         if first != column
     ]
     assert not wrong, wrong
+
+
+#: every index of a table that covers exactly one column, with that column, and whether it
+#: is unique (the primary key of ``ledger_grouplog`` is one)
+_SINGLE_COLUMN_INDEXES = """
+SELECT index.relname, ix.indisunique, only_column.attname
+FROM pg_index ix
+JOIN pg_class index ON index.oid = ix.indexrelid
+JOIN pg_attribute only_column
+  ON only_column.attrelid = ix.indrelid AND only_column.attnum = ix.indkey[0]
+WHERE ix.indrelid = %s::regclass AND ix.indnatts = 1
+"""
+
+
+def test_no_group_scoped_table_keeps_an_index_on_its_group_alone() -> None:
+    """The keys lead with the group, so an index on the group column alone (Django's
+    default for a foreign key, and its ``varchar_pattern_ops`` twin) serves nothing they do
+    not and costs every insert (``apps.ledger.group_keys.DropGroupOnlyIndex``). A table
+    keyed by its group alone (``ledger_grouplog``, one row per group) is left its key."""
+    redundant = {
+        name
+        for table, column in sorted(_group_scoped().items())
+        if not _keyed_by_alone(table, column)
+        for name, unique, only in _rows(_SINGLE_COLUMN_INDEXES, [table])
+        if only == column and not unique
+    }
+    assert not redundant, redundant
+
+
+def _keyed_by_alone(table: str, column: str) -> bool:
+    return any(
+        index.primary and index.definition.endswith(f"({column})")
+        for index in _unique_indexes(table)
+    )

@@ -1,0 +1,22 @@
+"""The work projections no longer carry an index on ``group_id`` alone (issue 15).
+
+Their keys lead with ``group_id``, which serves every query by group; the foreign key's own
+index (and its ``varchar_pattern_ops`` twin on PostgreSQL) only costs index writes. See
+``apps.ledger.group_keys.DropGroupOnlyIndex``.
+"""
+
+from django.db import migrations
+
+from apps.ledger.group_keys import DropGroupOnlyIndex
+
+
+class Migration(migrations.Migration):
+    dependencies = [("work", "0010_group_leading_keys")]
+
+    operations = [
+        DropGroupOnlyIndex("mission"),
+        DropGroupOnlyIndex("workitem"),
+        DropGroupOnlyIndex("workproposal"),
+        DropGroupOnlyIndex("dependencyedges"),
+        DropGroupOnlyIndex("contextpackage"),
+    ]

@@ -206,12 +206,14 @@ def test_rotation_revokes_the_old_token(api: APIClient, wire: Wire, ww: WorkWorl
 
 
 def test_only_the_owner_with_the_current_lease_issues_tokens(wire: Wire, ww: WorkWorld) -> None:
-    """wire§8, R11.3-05: another worker is FORBIDDEN; an earlier lease id is STALE_LEASE."""
+    """wire§8, R11.3-05: another worker is FORBIDDEN; a lease released at a checkpoint is no
+    longer current, so its id is STALE_LEASE before the state (issue 16 §7), and so is an
+    earlier lease id once the item has a new lease."""
     first = start(wire, ww, "wi-a")["lease"]["lease_id"]
     body = {"work_item": "wi-a", "lease_id": first}
     wire.refused(ww.w3, "capability.issue", body, 403, "FORBIDDEN")
     wire.ok(ww.w2, "work.checkpoint", checkpoint_body("wi-a", first))
-    wire.refused(ww.w2, "capability.issue", body, 409, "ILLEGAL_TRANSITION", "R10.2-22")
+    wire.refused(ww.w2, "capability.issue", body, 409, "STALE_LEASE", "R11.3-05")
     restart(wire, ww, "wi-a")
     wire.refused(ww.w2, "capability.issue", body, 409, "STALE_LEASE", "R11.3-05")
 

@@ -135,13 +135,15 @@ def test_after_replacement_the_old_session_is_stale_and_the_new_one_starts_a_fre
 
     stale = wire.send(old, "lease.renew", {"work_item": "wi-a", "lease_id": old_lease})
     assert error_of(stale, 401, "STALE_SESSION")["requirement"] == "R11.3-10"
-    # the new session, before starting: the revoked lease releases nothing more (queued)
+    # the new session, before starting: the revoked lease is not the current one (queued,
+    # no lease), so its id is STALE_LEASE before the state is looked at (wire.md §8)
     wire.refused(
         ww.w2,
         "lease.renew",
         {"work_item": "wi-a", "lease_id": old_lease},
         409,
-        "ILLEGAL_TRANSITION",
+        "STALE_LEASE",
+        "R11.3-05",
     )
     answer = wire.ok(ww.w2, "work.start", {"work_item": "wi-a", "ownership_epoch": 1})
     new_lease = answer["result"]["lease"]["lease_id"]

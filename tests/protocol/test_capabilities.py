@@ -278,9 +278,17 @@ def test_issue_after_the_lease_expired_is_stale() -> None:
     refused(story, story.call("capability.issue"), ErrorCode.STALE_LEASE, "R11.3-09")
 
 
-def test_issue_from_queued_is_an_illegal_transition() -> None:
-    """R10.2-22: a released lease issues no token (the in-state table allows ``active``)."""
+def test_issue_with_a_lease_released_at_a_checkpoint_is_a_stale_lease() -> None:
+    """wire.md §8 (issue 16 §7): back in ``queued`` after a checkpoint, the released lease is
+    not the current lease, so its id is ``STALE_LEASE`` before any state is looked at."""
     story = story_in(S.QUEUED)
+    refused(story, story.call("capability.issue"), ErrorCode.STALE_LEASE, "R11.3-05")
+
+
+def test_issue_from_blocked_is_an_illegal_transition() -> None:
+    """R10.2-22: the in-state table allows ``active`` only; a blocked item's lease id (the
+    one its owner fails it with) passes the lease check and meets the state check."""
+    story = story_in(S.BLOCKED)
     refused(story, story.call("capability.issue"), ErrorCode.ILLEGAL_TRANSITION, "R10.2-22")
 
 

@@ -59,6 +59,20 @@ def failing(story: WorkStory, **options: Any) -> Any:
 # --- the backoff sequence ----------------------------------------------------------------------
 
 
+def test_the_failed_attempts_lease_is_stale_while_the_retry_waits() -> None:
+    """wire§8, issue 16 §7: a scheduled retry revokes the lease and the item waits in
+    ``queued``, still the owner's; the revoked lease's id is STALE_LEASE, not an illegal
+    transition, for every command that carries one."""
+    story = active(contract=work_contract(retry=retry(3, 30, 2.0, 100)))
+    old = item(story)["lease"]["lease_id"]
+    assert failing(story).types == ["work.retry_scheduled"]
+    assert item(story)["state"] == S.QUEUED
+    assert item(story)["lease"]["status"] == "revoked"
+    for command in ("work.progress", "work.usage", "lease.renew", "work.checkpoint"):
+        call = story.call(command, lease_id=old)
+        refused(story, call, ErrorCode.STALE_LEASE, "R11.3-05")
+
+
 def test_each_retry_waits_initial_times_multiplier_to_the_attempts_so_far_capped() -> None:
     """R11.4-08: attempt n+1 waits ``initial_backoff_s × multiplier^(n-1)`` capped at
     ``max_backoff_s``: 30, 60, 100, 100 s; the same owner and epoch, a ``queued`` item whose

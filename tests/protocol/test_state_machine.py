@@ -104,6 +104,10 @@ OWNER_COMMANDS = (
     "work.start", "lease.renew", "work.progress", "work.usage", "work.checkpoint", "work.block",
     "work.submit", "capability.issue", "work.disclose_schedule",
 )  # fmt: skip
+#: those of them that carry the lease id (``work.start`` and the disclosure name the epoch)
+OWNER_LEASE_COMMANDS = tuple(
+    command for command in OWNER_COMMANDS if command not in {"work.start", "work.disclose_schedule"}
+)
 
 PRECEDENCE: dict[tuple[str, str], tuple[ErrorCode, str]] = {
     # No WorkItem yet: any command naming one is NOT_FOUND.
@@ -123,6 +127,15 @@ PRECEDENCE: dict[tuple[str, str], tuple[ErrorCode, str]] = {
     # wire.md §8: from a principal that never owned the item it is FORBIDDEN. ``offered`` has
     # no owner (R10.3-02: an offer reserves nothing); the offered worker never owned it.
     **{(S.OFFERED, command): (ErrorCode.FORBIDDEN, "wire§9") for command in OWNER_COMMANDS},
+    # wire.md §8 (issue 16 §7): the owner's lease id is STALE_LEASE whatever the state once
+    # its lease closed — released at a checkpoint (back in ``queued``), at a submission, or
+    # with the item finished — before the state is looked at. ``blocked`` keeps the lease
+    # its block released (the bounded blocked lease, R10.2-09); ``active`` has a live one.
+    **{
+        (state, command): (ErrorCode.STALE_LEASE, "R11.3-05")
+        for state in (S.QUEUED, S.SUBMITTED, S.VERIFIED, S.FAILED, S.CANCELLED)
+        for command in OWNER_LEASE_COMMANDS
+    },
 }
 #: R11.5-02, R11.5-03: a former owner's submission is kept for audit (202), state unchanged
 LATE_RESULTS = frozenset({(S.OPEN, "work.submit")})
@@ -253,12 +266,18 @@ def test_the_matrix_covers_every_state_and_command_of_the_table() -> None:
         assert allowed <= set(S.STATES)
     listed = set(PRECEDENCE) | LATE_RESULTS | OWNER_HELD
     assert listed <= set(PAIRS)
-    # the precedence exceptions are exactly the states without an owner
+    # the precedence exceptions are the states without an owner, and those whose owner's
+    # lease has closed (only ``active`` and ``blocked`` hold a current one)
     assert {state for state, _ in PRECEDENCE | dict.fromkeys(LATE_RESULTS)} == {
         S.NONE,
         S.PROPOSAL,
         S.OPEN,
         S.OFFERED,
+        S.QUEUED,
+        S.SUBMITTED,
+        S.VERIFIED,
+        S.FAILED,
+        S.CANCELLED,
     }
 
 

@@ -253,13 +253,30 @@ def test_a_worker_failure_with_an_earlier_lease_id_is_stale() -> None:
 
 def test_an_earlier_lease_id_is_stale_whatever_the_state() -> None:
     """wire§8 precedence: the current owner with an older lease id is STALE_LEASE, not
-    ILLEGAL_TRANSITION, even where the state would refuse the command too."""
+    ILLEGAL_TRANSITION, even where the state would refuse the command too; and once the
+    submission closed the last lease, its id is no longer current either (issue 16 §7)."""
     story = story_in(S.ACTIVE)
     first = _second_lease(story)
     story.do("work.submit")
     for command in OWNER_LEASE_COMMANDS:
         refused(story, story.call(command, lease_id=first), ErrorCode.STALE_LEASE, "R11.3-05")
-    refused(story, story.call("lease.renew"), ErrorCode.ILLEGAL_TRANSITION, "R10.2-22")
+    refused(story, story.call("lease.renew"), ErrorCode.STALE_LEASE, "R11.3-05")
+
+
+def test_a_lease_released_at_a_checkpoint_is_stale_not_an_illegal_transition() -> None:
+    """wire§8, issue 16 §7: after a checkpoint the owner still owns the item, back in
+    ``queued`` with no lease; a command with the lease id it had is STALE_LEASE — that lease
+    is not the current one — before the state, which would refuse it as well, is looked at.
+    ``work.start`` (by epoch) still works, and gives a new current lease."""
+    story = story_in(S.ACTIVE)
+    old = story.lease_id
+    story.do("work.checkpoint")
+    assert story.state == S.QUEUED
+    for command in OWNER_LEASE_COMMANDS:
+        refused(story, story.call(command, lease_id=old), ErrorCode.STALE_LEASE, "R11.3-05")
+    story.do("work.start")
+    assert story.state == S.ACTIVE
+    assert story.lease_id != old
 
 
 @pytest.mark.parametrize("command", OWNER_LEASE_COMMANDS)

@@ -106,8 +106,18 @@ def require_current_epoch(item: WorkItem, epoch: int) -> None:
 
 
 def require_current_lease_id(item: WorkItem, lease_id: str) -> None:
-    """R11.3-04, R11.3-05: the owner's command carries the current lease id."""
-    if item.lease is None or item.lease.lease_id != lease_id:
+    """R11.3-04, R11.3-05: the owner's command carries the current lease id.
+
+    wire.md §8: a lease id that is not the current lease is ``STALE_LEASE`` whatever the
+    state — also when the item has no lease now: none yet, or the last one closed because it
+    was revoked (a replaced session, a scheduled retry) or released at a checkpoint, the item
+    back in ``queued``. One closed lease still counts: the one a ``work.block`` released,
+    while the item stays ``blocked``, since its owner fails a blocked item with it (R10.2-13).
+    Only then is the state checked; a current lease that ran out by the clock is
+    ``require_live_lease``'s, after the state (R11.3-09)."""
+    lease = item.lease
+    current = lease is not None and (lease.status == "active" or item.state == S.BLOCKED)
+    if not current or lease is None or lease.lease_id != lease_id:
         raise ProtocolError(
             ErrorCode.STALE_LEASE,
             f"lease {lease_id!r} is not the current lease of {item.id}",

@@ -11,7 +11,10 @@ PY := $(VENV)/bin/python
 # `make test` and `make bench` run on PostgreSQL and Redis unless the environment says otherwise.
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/missionweave
 REDIS_URL ?= redis://127.0.0.1:6379/0
-SERVER_ENV := DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL)
+# Local runs only: without DEBUG, the settings refuse to start without a SECRET_KEY unless told
+# to use the public development key (issue 16 §5).
+LOCAL_ENV := MWP_INSECURE_SECRET_KEY=$${MWP_INSECURE_SECRET_KEY:-1}
+SERVER_ENV := $(LOCAL_ENV) DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL)
 # Two workers, one test file per worker at a time (module fixtures stay on one worker), in
 # collection order: tests/conftest.py puts the long proofs first so both workers share them.
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --timeout 300
@@ -41,8 +44,8 @@ chromium:
 
 # The embedded default: whatever DATABASE_URL / REDIS_URL the environment has, none needed.
 demo: bootstrap
-	$(PY) manage.py migrate --no-input -v 0
-	$(PY) manage.py demo
+	$(LOCAL_ENV) $(PY) manage.py migrate --no-input -v 0
+	$(LOCAL_ENV) $(PY) manage.py demo
 
 lint: bootstrap
 	$(VENV)/bin/ruff check .
@@ -55,9 +58,9 @@ format: bootstrap
 
 # Model/migration drift and the OpenAPI document; neither needs a database server.
 check: bootstrap
-	env -u DATABASE_URL -u REDIS_URL MWP_VAR_DIR=var/checks \
+	env -u DATABASE_URL -u REDIS_URL MWP_VAR_DIR=var/checks $(LOCAL_ENV) \
 		$(PY) manage.py makemigrations --check --dry-run
-	env -u DATABASE_URL -u REDIS_URL MWP_VAR_DIR=var/checks \
+	env -u DATABASE_URL -u REDIS_URL MWP_VAR_DIR=var/checks $(LOCAL_ENV) \
 		$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
 
 test: bootstrap services chromium lint check

@@ -8,9 +8,11 @@ in-memory channel layer and a Celery broker that needs no server. Production and
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Nothing here touches the disk: the folders below are made when the project starts
@@ -32,11 +34,20 @@ def _list(name: str, default: str) -> list[str]:
 
 
 DEBUG = _flag("DEBUG", False)
+#: the key of a development run: public, so anyone could forge its sessions and CSRF tokens
+INSECURE_SECRET_KEY = "django-insecure-missionweave-embedded-default-not-for-production"  # noqa: S105
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG and _flag("MWP_REQUIRE_SECRET_KEY", False):
-        raise RuntimeError("SECRET_KEY must be set in production")
-    SECRET_KEY = "django-insecure-missionweave-embedded-default-not-for-production"  # noqa: S105
+    # Issue 16 §5: a server without DEBUG is a deployment unless someone says otherwise, and
+    # a deployment must not sign sessions with a key printed in this file. `make demo` and
+    # `make test` say otherwise (MWP_INSECURE_SECRET_KEY=1); `check --deploy` still flags it.
+    if not DEBUG and not _flag("MWP_INSECURE_SECRET_KEY", False):
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DEBUG is off: set SECRET_KEY to a long random value "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(64))'), or, for a local "
+            "demo or test run only, MWP_INSECURE_SECRET_KEY=1 to use a public development key"
+        )
+    SECRET_KEY = INSECURE_SECRET_KEY
 ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
 
@@ -50,6 +61,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's assets for /api/v1/docs, served by the app itself (issue 16 §6)
+    "drf_spectacular_sidecar",
     "channels",
     "missionweave",
     "apps.registry",
@@ -60,6 +73,8 @@ INSTALLED_APPS = [
     "apps.stream",
     "apps.dashboard",
     "apps.demo",
+    # login throttling (issue 16 §5): failed logins counted per user and per address
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -75,7 +90,25 @@ MIDDLEWARE = [
     "apps.api.middleware.ApiErrorMiddleware",
     # the dashboard's bare 400 and 405 answers as styled pages (never under /api/)
     "apps.dashboard.middleware.StyledErrorsMiddleware",
+    # last, as django-axes asks: it turns a locked-out login into its styled 429 page
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Issue 16 §5: after MWP_LOGIN_FAILURE_LIMIT failed logins for one username, or from one
+# address, that username (or address) is refused for MWP_LOGIN_COOLOFF_S, however right the
+# password — the dashboard and the admin alike. A success resets the count. The address is
+# the ASGI client's: behind a TLS proxy, uvicorn's --proxy-headers makes it the real client's
+# (docs/deploy.md), or every visitor would share the proxy's.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("MWP_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("MWP_LOGIN_COOLOFF_S", "900")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "dashboard/locked_out.html"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "missionweave.urls"
 # wire.md §1: a trailing slash is 404, never a redirect.
@@ -132,6 +165,9 @@ def _database() -> dict:
 
 
 DATABASES = {"default": _database()}
+#: the role the servers and workers connect as, granted its privileges after each migrate
+#: (apps.ledger.db_roles; docs/deploy.md "Database roles"); empty: none is granted
+MWP_APP_DB_ROLE = os.environ.get("MWP_APP_DB_ROLE", "")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
@@ -207,6 +243,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The MWP wire contract (wire.md) as built. Errors follow wire.md §8.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # the artifact endpoints are an ASGI handler, not views: a hook documents them
     "POSTPROCESSING_HOOKS": [

@@ -9,6 +9,9 @@ from django.urls import include, path
 
 from apps.api.views import health
 
+#: a request refused before any view (a Host outside ALLOWED_HOSTS): JSON under /api/
+handler400 = "apps.api.errors.bad_request"
+
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
@@ -51,6 +52,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if made is not None:
         shutil.rmtree(made, ignore_errors=True)
         os.environ.pop("MWP_ARTIFACT_DIR", None)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: object) -> None:
+    """The test database lets Django's flush ``TRUNCATE`` the log between transactional
+    tests: the log's TRUNCATE trigger lets it through only where ``mwp.allow_truncate`` is
+    ``on`` (migration ``ledger.0009_no_truncate``), which is set here on the test database
+    alone, for the connections opened from now on (so the pool is started afresh)."""
+    with django_db_blocker.unblock():  # type: ignore[attr-defined]
+        if connection.vendor != "postgresql":
+            return
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER DATABASE {name} SET mwp.allow_truncate = 'on'")
+        connection.close()
+        if connection.pool is not None:
+            connection.close_pool()
 
 
 @pytest.fixture

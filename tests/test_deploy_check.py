@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_VARS = (
     "DEBUG",
@@ -19,7 +21,7 @@ CONFIG_VARS = (
     "MWP_SECURE_COOKIES",
     "MWP_SSL_REDIRECT",
     "MWP_HSTS_SECONDS",
-    "MWP_REQUIRE_SECRET_KEY",
+    "MWP_INSECURE_SECRET_KEY",
 )
 
 
@@ -45,7 +47,6 @@ def production_env() -> dict[str, str]:
         "MWP_SECURE_COOKIES": "1",
         "MWP_SSL_REDIRECT": "1",
         "MWP_HSTS_SECONDS": "31536000",
-        "MWP_REQUIRE_SECRET_KEY": "1",
     }
 
 
@@ -57,16 +58,46 @@ def test_production_settings_pass_the_deploy_check(tmp_path):
 
 
 def test_the_embedded_default_is_flagged_by_the_deploy_check(tmp_path):
-    """The check is not vacuous: the embedded default's insecure key and cookies are flagged."""
-    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING")
+    """The check is not vacuous: the embedded default, started with the public development
+    key as `make demo` does, has its insecure key and cookies flagged."""
+    result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **LOCAL_RUN)
     assert result.returncode != 0
     for warning in ("security.W009", "security.W012", "security.W016"):
         assert warning in result.stderr
 
 
-def test_production_refuses_to_start_without_a_secret_key(tmp_path):
-    """With ``MWP_REQUIRE_SECRET_KEY`` a missing ``SECRET_KEY`` stops start-up, not a fallback."""
-    env = {k: v for k, v in production_env().items() if k != "SECRET_KEY"}
+#: what `make demo` and `make test` add to a run without DEBUG or SECRET_KEY
+LOCAL_RUN = {"MWP_INSECURE_SECRET_KEY": "1"}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        pytest.param({k: v for k, v in production_env().items() if k != "SECRET_KEY"}, id="prod"),
+        pytest.param({}, id="nothing-set"),
+        pytest.param({"DEBUG": "0", "MWP_INSECURE_SECRET_KEY": "0"}, id="override-off"),
+    ],
+)
+def test_without_debug_a_missing_secret_key_stops_start_up(tmp_path, env):
+    """Issue 16 §5: with ``DEBUG`` off and no ``SECRET_KEY``, the settings refuse to load
+    (no fallback to the public key) and say what to set, unless told otherwise."""
     result = manage(tmp_path, "check", **env)
     assert result.returncode != 0
-    assert "SECRET_KEY must be set" in result.stderr
+    assert "ImproperlyConfigured" in result.stderr
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+    assert "MWP_INSECURE_SECRET_KEY=1" in result.stderr
+
+
+@pytest.mark.parametrize("env", [{"DEBUG": "1"}, LOCAL_RUN], ids=["debug", "explicit-override"])
+def test_debug_or_the_explicit_override_starts_with_the_development_key(tmp_path, env):
+    """The two ways to run without a key: a development server (``DEBUG``) or a local run
+    that says so; both get the public key, which ``check --deploy`` flags (above)."""
+    result = manage(
+        tmp_path,
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.SECRET_KEY)",
+        **env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("django-insecure-")

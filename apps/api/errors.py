@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.core.exceptions import DisallowedHost, PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -54,3 +55,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 def error_response(error: ProtocolError) -> JsonResponse:
     """A plain Django response for errors raised outside DRF views."""
     return JsonResponse(error.as_body(), status=error.status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler400``: what Django answers for a request it refuses before any view runs —
+    a ``Host`` outside ``ALLOWED_HOSTS``, another suspicious request. Under ``/api/`` that is
+    the wire.md §8 document, as the command edge answers (issue 16 §3); elsewhere the
+    dashboard's styled page (``templates/400.html``)."""
+    if not request.path.startswith("/api/"):
+        return defaults.bad_request(request, exception)
+    message = (
+        "the Host header is not one this server answers for"
+        if isinstance(exception, DisallowedHost)
+        else "the request was refused before it reached the API"
+    )
+    return error_response(ProtocolError(ErrorCode.MALFORMED, message, requirement="wire§8"))

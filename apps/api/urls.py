@@ -79,4 +79,6 @@ urlpatterns = [
     ),
     path("groups/<wid:group>/archive", snapshots.ArchiveApi.as_view(), name="archive"),
     path("schema", public.SchemaApi.as_view(), name="schema"),
+    # the same document for people, in Swagger UI served from the app (issue 16 §6)
+    path("docs", public.SchemaDocs.as_view(url_name="schema"), name="docs"),
 ]

@@ -199,6 +199,22 @@ def test_unknown_paths_and_trailing_slashes_are_404(
              "NOT_FOUND")  # fmt: skip
 
 
+@pytest.mark.parametrize("path", ["/authority", "/groups/g-research/head", "/sessions/current"])
+def test_a_host_outside_allowed_hosts_is_a_json_error_under_the_api(
+    api: APIClient, world: World, path: str
+) -> None:
+    """Issue 16 §3: Django refuses such a request before any view; under ``/api/`` the
+    answer is still the §8 document (the command edge answers the hot paths the same way),
+    and the dashboard keeps its styled page."""
+    response = api.get(API + path, HTTP_HOST="evil.example", **bearer(world.w1.token))
+    error = error_of(response, 400, "MALFORMED")
+    assert "Host" in error["message"]
+    page = api.get("/login/", HTTP_HOST="evil.example")
+    assert page.status_code == 400
+    assert page["Content-Type"].startswith("text/html")
+    assert "<title>Bad request" in page.content.decode()
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [

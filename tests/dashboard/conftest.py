@@ -40,3 +40,10 @@ def logged_in(persona: HumanPersona) -> Client:
     client = Client()
     client.force_login(get_user_model().objects.get(username=persona.username))
     return client
+
+
+def password_login(client: Client, username: str, password: str) -> bool:
+    """Log ``client`` in through the login form, as a person does: the path django-axes
+    counts (``Client.login`` authenticates without a request, which axes refuses)."""
+    response = client.post("/login/", {"username": username, "password": password})
+    return response.status_code == 302

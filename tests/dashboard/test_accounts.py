@@ -13,7 +13,7 @@ from django.test import Client
 from apps.registry.models import ApiToken, token_digest
 from apps.registry.services import api_token_create, authenticate_bearer
 from missionweave.protocol.errors import ProtocolError
-from tests.dashboard.conftest import PASSWORD, Dashboard, logged_in
+from tests.dashboard.conftest import PASSWORD, Dashboard, logged_in, password_login
 from tests.dashboard.html import element, text
 
 pytestmark = pytest.mark.django_db
@@ -93,8 +93,8 @@ def test_changes_need_the_csrf_token(dash: Dashboard) -> None:
 
 def test_password_change_keeps_this_session_and_ends_the_others(dash: Dashboard) -> None:
     here, elsewhere = Client(), Client()
-    assert here.login(username=dash.maria.username, password=PASSWORD)
-    assert elsewhere.login(username=dash.maria.username, password=PASSWORD)
+    assert password_login(here, dash.maria.username, PASSWORD)
+    assert password_login(elsewhere, dash.maria.username, PASSWORD)
     wrong = here.post(
         "/account/password/",
         {"old_password": "nope", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
@@ -110,16 +110,16 @@ def test_password_change_keeps_this_session_and_ends_the_others(dash: Dashboard)
     assert "Your password was changed" in response.content.decode()
     assert here.get("/account/").status_code == 200
     assert elsewhere.get("/account/").status_code == 302  # the old hash no longer matches
-    assert Client().login(username=dash.maria.username, password=NEW_PASSWORD)
+    assert password_login(Client(), dash.maria.username, NEW_PASSWORD)
 
 
 def test_sessions_listed_with_the_current_one_marked_and_others_signed_out(
     dash: Dashboard,
 ) -> None:
     here, elsewhere, nina = Client(), Client(), Client()
-    assert here.login(username=dash.maria.username, password=PASSWORD)
-    assert elsewhere.login(username=dash.maria.username, password=PASSWORD)
-    assert nina.login(username=dash.nina.username, password=PASSWORD)
+    assert password_login(here, dash.maria.username, PASSWORD)
+    assert password_login(elsewhere, dash.maria.username, PASSWORD)
+    assert password_login(nina, dash.nina.username, PASSWORD)
     html = here.get("/account/").content.decode()
     sessions = text(element(html, "id", "sessions"))
     assert "this browser" in sessions

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import template
 
 from apps.dashboard.actions import new_command_id
@@ -26,6 +28,16 @@ def wire_time(value: object) -> str:
     except (TypeError, ValueError):
         return "" if value is None else str(value)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@register.filter
+def minutes(value: object) -> str:
+    """A ``timedelta`` in whole minutes for a sentence (``15 minutes``, ``1 minute``);
+    anything else as it is."""
+    if not isinstance(value, timedelta):
+        return "" if value is None else str(value)
+    count = max(1, round(value.total_seconds() / 60))
+    return f"{count} minute{'' if count == 1 else 's'}"
 
 
 @register.filter(name="event_family")

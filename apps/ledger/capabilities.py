@@ -97,8 +97,10 @@ def check_request(body: object) -> dict[str, Any]:
         if name in body:
             check_id(body[name], f"$.{name}")
     for name in capabilities.WANT_FIELDS:
+        # present means asked: null is not a name (issue 16 §6; the OpenAPI document says
+        # a string), so it is MALFORMED like any other non-string
         value = body.get(name)
-        if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
+        if name in body and (not isinstance(value, str) or not value or len(value) > 200):
             raise malformed(f"{name} is a non-empty string", f"$.{name}")
     return body
 
@@ -119,12 +121,7 @@ def check_token(body: object) -> dict[str, Any]:
         )
         key = work_item_key(claims["work_item"])
         item = load_view(claims["group"], [key])[key]
-        # a want sent as null asks nothing, as check_request lets it (R11.5-05)
-        wants = {
-            name: request[name]
-            for name in capabilities.WANT_FIELDS
-            if request.get(name) is not None
-        }
+        wants = {name: request[name] for name in capabilities.WANT_FIELDS if name in request}
         capabilities.check_claims(claims, item, heads.authority_now(), wants=wants)
     except ProtocolError as refusal:
         return {

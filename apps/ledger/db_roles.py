@@ -29,7 +29,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections
+from django.db import connections, transaction
 
 #: table → privileges the application role does not get on it (beyond TRUNCATE everywhere)
 WITHHELD: dict[str, tuple[str, ...]] = {
@@ -53,7 +53,9 @@ def grant_app_privileges(role: str, *, using: str = "default") -> None:
     if connection.vendor != "postgresql":
         raise ImproperlyConfigured("database roles are a PostgreSQL feature")
     role_name = connection.ops.quote_name(role)
-    with connection.cursor() as cursor:
+    # one transaction: a server already connected as the role never sees the moment between
+    # the REVOKE and the GRANTs
+    with transaction.atomic(using=using), connection.cursor() as cursor:
         _check_role(cursor, role)
         cursor.execute("SELECT current_schema()")
         (schema,) = cursor.fetchone()

@@ -65,7 +65,7 @@ from .fuzzing import (
     raw_bodies,
     strictly_parses,
 )
-from .http import JSON, bearer, get, head_sequence, json_of, post, submit
+from .http import JSON, bearer, error_of, get, head_sequence, json_of, post, submit
 from .test_offline import binding_of, reconnect, start
 from .work_http import (
     Persona,
@@ -607,7 +607,8 @@ _WANTS = {"tool": "tools", "data": "data", "operation": "operations"}
 
 def check_body_well_formed(body: Any) -> bool:
     """The shape of ``POST /capabilities:check`` (wire§4): a non-empty token of at most 8192
-    characters, ids for ``work_item``/``group``, non-empty names (or null) for what is wanted."""
+    characters, ids for ``work_item``/``group``, non-empty names for what is wanted (absent,
+    never null: issue 16 §6)."""
     if not isinstance(body, dict) or "token" not in body:
         return False
     if not set(body) <= {"token", "work_item", "group", *_WANTS}:
@@ -618,7 +619,7 @@ def check_body_well_formed(body: Any) -> bool:
     if any(name in body and not is_wire_id(body[name]) for name in ("work_item", "group")):
         return False
     return all(
-        body.get(n) is None or (isinstance(body[n], str) and body[n] and len(body[n]) <= 200)
+        n not in body or (isinstance(body[n], str) and body[n] and len(body[n]) <= 200)
         for n in _WANTS
     )
 
@@ -718,11 +719,7 @@ def test_tampered_tokens_and_random_wants_are_judged_never_a_5xx(
         answer = asked(api, ww.rex, dumps(body, True))
         if answer is None:
             return
-        inside = all(
-            body[field] is None or body[field] in WIDE[kind]
-            for field, kind in _WANTS.items()
-            if field in body
-        )
+        inside = all(body[field] in WIDE[kind] for field, kind in _WANTS.items() if field in body)
         if answer["valid"]:
             assert answer["claims"] == claims
             assert inside, body
@@ -999,14 +996,22 @@ def test_an_unlimited_dimension_still_stops_at_the_largest_exact_count(
     assert wire.mission("m-1")["budgets"]["used"] == {"compute": SAFE_INT}
 
 
-def test_a_null_want_asks_nothing(api: APIClient, wire: Wire, ww: WorkWorld) -> None:
-    """R11.5-05: the check body allows ``"tool": null``; it once answered "tool None is outside
-    the token's scope" instead of judging the token alone."""
+@pytest.mark.parametrize("want", ["tool", "data", "operation"])
+def test_a_null_want_is_malformed_and_an_absent_one_asks_nothing(
+    api: APIClient, wire: Wire, ww: WorkWorld, want: str
+) -> None:
+    """R11.5-05, issue 16 §6: a want names something or is left out. ``null`` is MALFORMED
+    (the OpenAPI document says a string; it was once read as "asks nothing", and before that
+    as "None is outside the scope"); leaving it out judges the token on the rest."""
     lease = started_item(wire, ww, "wi-null", contract=contract(allowed=WIDE))["lease"]
     renewed = wire.ok(ww.w2, "lease.renew", {"work_item": "wi-null", "lease_id": lease["lease_id"]})
     [token] = renewed["result"]["capability_tokens"]
-    body = {"token": token["token"], "tool": None, "data": None, "operation": "read"}
-    answer = json_of(post(api, CHECK, body, ww.olga.token), 200)
+    error = error_of(post(api, CHECK, {"token": token["token"], want: None}, ww.olga.token), 400,
+                     "MALFORMED")  # fmt: skip
+    assert error["details"]["path"] == f"$.{want}"
+    answer = json_of(
+        post(api, CHECK, {"token": token["token"], "operation": "read"}, ww.olga.token), 200
+    )
     assert answer["valid"] is True, answer
 
 

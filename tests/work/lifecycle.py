@@ -267,11 +267,20 @@ def child_running(item: WorkItem) -> bool:
     return item.child is not None and item.child.get("status") == "running"
 
 
+def names_current_lease(item: WorkItem, lease_id: str) -> bool:
+    """wire.md §8 (clarified 2026-12-03): the current lease is a live one, or the one a block
+    closed while the item is blocked; any other id, a closed lease's included, is stale."""
+    lease = item.lease
+    if lease is None or lease.lease_id != lease_id:
+        return False
+    return lease.status == "active" or item.state == S.BLOCKED
+
+
 def owner_precedence(item: WorkItem, actor: str, lease_id: str, command: str) -> Expected:
     """wire.md §8 for an owner's command under its lease: who, which lease, then state."""
     if item.owner != actor:
         return STALE_OWNERSHIP if actor in item.former_owners else FORBIDDEN
-    if item.lease is None or item.lease.lease_id != lease_id:
+    if item.lease is None or not names_current_lease(item, lease_id):
         return STALE_LEASE
     if item.state not in S.allowed_from(command):
         return ILLEGAL

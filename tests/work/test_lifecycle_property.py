@@ -71,6 +71,7 @@ from tests.work.lifecycle import (
     head,
     lease_id_of,
     live_offer,
+    names_current_lease,
     offer_body,
     offer_expired,
     owner_holds,
@@ -558,12 +559,7 @@ class Lifecycle(RuleBasedStateMachine):
         if by_owner and item is not None and item.owner is not None:
             persona = self.worker(item.owner.removeprefix("agent:"))
             body["lease_id"] = lease_id_of(item)
-            # wire.md §8 (clarified 2026-12-03): a closed lease is not current, but for the
-            # one a block closed while the item is blocked
-            current = item.lease is not None and (
-                item.lease.status == "active" or item.state == S.BLOCKED
-            )
-            if not current or item.lease is None or item.lease.lease_id != body["lease_id"]:
+            if not names_current_lease(item, body["lease_id"]):
                 expected = STALE_LEASE
             else:  # a current lease id, live or not: only the state decides from here
                 expected = OK if item.state in S.UNFINISHED else ILLEGAL

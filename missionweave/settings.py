@@ -251,6 +251,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.api.schema_hooks.add_artifact_paths",
+        "apps.api.schema_hooks.state_parameter_limits",
     ],
 }
 

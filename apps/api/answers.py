@@ -17,13 +17,17 @@ from apps.ledger.selectors import JoinedPage
 from apps.ledger.write_path import Caller, Outcome, submit_batch
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
+#: the longest count a query or a path may carry: 18 digits always fit PostgreSQL's bigint
+MAX_COUNT_DIGITS = 18
+MAX_QUERY_INT = 10**MAX_COUNT_DIGITS - 1
+
 
 def query_int(raw: str | None, name: str, default: int) -> int:
     """A non-negative integer query parameter (wire.md §4): ASCII digits only, at most 18 of
     them; ``default`` when absent. ``str.isdigit`` alone takes fullwidth and other digits."""
     if raw is None:
         return default
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_COUNT_DIGITS:
         raise ProtocolError(
             ErrorCode.MALFORMED,
             f"{name} is a non-negative integer",

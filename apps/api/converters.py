@@ -26,3 +26,16 @@ class DigestConverter(WireIdConverter):
     """wire.md §1 digests: ``sha256:`` and 64 lowercase hex digits."""
 
     regex = r"sha256:[0-9a-f]{64}"
+
+
+class CountConverter:
+    """A sequence or a version in a path: 1 to 18 ASCII digits (``answers.MAX_COUNT_DIGITS``,
+    as the query counts), so a longer one names nothing (404) instead of overflowing bigint."""
+
+    regex = r"[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .answers import MAX_QUERY_INT
+from .converters import DigestConverter, PrincipalConverter, WireIdConverter
+
 ARTIFACT_PATH = "/api/v1/artifacts/{digest}"
 
 
@@ -92,4 +95,36 @@ def add_artifact_paths(
             },
         },
     }
+    return result
+
+
+#: what the path converters (``apps.api.converters``) and ``answers.query_int`` accept, stated in
+#: the document (issue 16 §6), so a client or a fuzzer generated from it asks only for what the
+#: server could answer and knows the rest is refused
+_WIRE_ID = {"type": "string", "pattern": f"^{WireIdConverter.regex}$", "maxLength": 128}
+_COUNT = {"type": "integer", "minimum": 0, "maximum": MAX_QUERY_INT}
+PARAMETER_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    **{
+        ("path", name): _WIRE_ID
+        for name in ("group", "mission", "work_item", "package", "from_group")
+    },
+    ("path", "principal"): {"type": "string", "pattern": f"^{PrincipalConverter.regex}$"},
+    ("path", "digest"): {"type": "string", "pattern": f"^{DigestConverter.regex}$"},
+    ("path", "sequence"): _COUNT,
+    ("path", "version"): _COUNT,
+    ("query", "after"): _COUNT,
+    ("query", "limit"): _COUNT,
+}
+
+
+def state_parameter_limits(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """Give every path id its pattern and every count its bounds (``PARAMETER_SCHEMAS``)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                stated = PARAMETER_SCHEMAS.get((parameter.get("in"), parameter.get("name")))
+                if stated is not None:
+                    parameter["schema"] = {**parameter.get("schema", {}), **stated}
     return result

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from .converters import DigestConverter, PrincipalConverter, WireIdConverter
+from .converters import CountConverter, DigestConverter, PrincipalConverter, WireIdConverter
 from .views import admin, artifacts, capabilities, contexts, groups, public, snapshots
 
 register_converter(WireIdConverter, "wid")
 register_converter(PrincipalConverter, "principal")
 register_converter(DigestConverter, "digest")
+register_converter(CountConverter, "count")
 
 urlpatterns = [
     path("authority", public.AuthorityApi.as_view(), name="authority"),
@@ -51,12 +52,12 @@ urlpatterns = [
         name="context-received",
     ),
     path(
-        "groups/<wid:group>/contexts/<wid:package>/versions/<int:version>/events",
+        "groups/<wid:group>/contexts/<wid:package>/versions/<count:version>/events",
         contexts.ContextEventsApi.as_view(),
         name="context-events",
     ),
     path(
-        "groups/<wid:group>/contexts/<wid:from_group>/<wid:package>/versions/<int:version>/events",
+        "groups/<wid:group>/contexts/<wid:from_group>/<wid:package>/versions/<count:version>/events",
         contexts.ReceivedContextEventsApi.as_view(),
         name="context-received-events",
     ),
@@ -73,7 +74,7 @@ urlpatterns = [
     ),
     path("groups/<wid:group>/snapshots", snapshots.SnapshotCreateApi.as_view(), name="snapshots"),
     path(
-        "groups/<wid:group>/snapshots/<int:sequence>",
+        "groups/<wid:group>/snapshots/<count:sequence>",
         snapshots.SnapshotDetailApi.as_view(),
         name="snapshot",
     ),

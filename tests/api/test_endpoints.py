@@ -381,6 +381,39 @@ def test_every_routed_api_endpoint_is_a_wire_endpoint_or_documented(
             assert operation.get("responses"), (method, path)
 
 
+def test_the_document_states_what_ids_and_counts_the_server_accepts(
+    api: APIClient, world: World
+) -> None:
+    """Issue 16 §6: every path id carries the pattern its converter matches, and every count
+    (``after``, ``limit``, a sequence, a version) is an integer from 0 to 18 digits, so what
+    the document allows is what the server routes and parses; nothing is left untyped."""
+    document = json_of(get(api, "/schema"), 200)
+    seen: set[tuple[str, str]] = set()
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                where, name, schema = parameter["in"], parameter["name"], parameter["schema"]
+                if where == "path":
+                    if schema.get("type") == "integer":
+                        assert (schema["minimum"], schema["maximum"]) == (0, 10**18 - 1), path
+                    else:
+                        assert schema["pattern"].startswith("^"), (path, name)
+                        assert re.fullmatch(schema["pattern"][1:-1], _PATH_SAMPLES[name]), name
+                if name in ("after", "limit"):
+                    assert schema == {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
+                seen.add((where, name))
+    assert {("path", "group"), ("path", "digest"), ("query", "after")} <= seen
+    # a sequence longer than the document allows names nothing: 404, never a 5xx
+    error_of(get(api, "/groups/g-research/snapshots/" + "9" * 19, world.alice.token), 404,
+             "NOT_FOUND")  # fmt: skip
+
+
+_PATH_SAMPLES = {
+    "group": "g-research", "mission": "m-1", "work_item": "wi-1", "package": "p.1",
+    "from_group": "g:other", "principal": "agent:w1", "digest": "sha256:" + "0" * 64,
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [

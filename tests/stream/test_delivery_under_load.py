@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import random
 import subprocess
@@ -248,10 +249,20 @@ def _deliver_under_load(
 
         return run
 
+    def reconnects() -> int:
+        return sum(reader.follower.connections - 1 for reader in readers)
+
     def chaos() -> None:
-        """Drop a random subscriber's socket every few milliseconds (``DROP_PAUSE_S``)."""
+        """Drop a random subscriber's socket every few milliseconds (``DROP_PAUSE_S``) while
+        the writers write, and after them until the subscribers have reconnected at least
+        once each on average (for at most a minute): on a fast run the writers can finish
+        before enough drops landed, and the readers keep following until ``targets`` is set,
+        which waits for this thread."""
         chooser = random.Random(1729)
-        while writing.is_set():
+        deadline = math.inf
+        while writing.is_set() or (reconnects() < SUBSCRIBERS and time.monotonic() < deadline):
+            if not writing.is_set() and deadline == math.inf:
+                deadline = time.monotonic() + 60
             time.sleep(chooser.uniform(*DROP_PAUSE_S))
             chooser.choice(readers).follower.disconnect()
 
@@ -297,9 +308,8 @@ def _deliver_under_load(
         for key, sequences in reader.follower.frames.items():
             start = reader.follower.subscribed[key]
             assert sequences == list(range(start + 1, start + 1 + len(sequences))), key
-    reconnects = sum(reader.follower.connections - 1 for reader in readers)
-    print(f"\n{EVENTS} events, {reconnects} reconnects of {SUBSCRIBERS} subscribers")
-    assert reconnects >= SUBSCRIBERS, "the chaos thread did not exercise reconnects"
+    print(f"\n{EVENTS} events, {reconnects()} reconnects of {SUBSCRIBERS} subscribers")
+    assert reconnects() >= SUBSCRIBERS, "the chaos thread did not exercise reconnects"
 
     # wire.md §7: revoked and non-members receive nothing they may not read
     revoked.follower.disconnect()

@@ -4,7 +4,10 @@ Seeds the demo world (:mod:`apps.demo.cast`: the organisation of
 :mod:`missionweave.demo.organisation`) and its first WorkItems (:mod:`apps.demo.story`), both
 idempotent, then runs the product and a simulated organisation as separate processes:
 
-- daphne serving the API, the websocket stream and the dashboard on 127.0.0.1;
+- uvicorn serving the API, the websocket stream and the dashboard on 127.0.0.1, one process,
+  with the production server's protocol choices (docs/deploy.md): it hands request bodies to
+  the application as they arrive, so the command edge refuses an unauthenticated or oversized
+  request from its headers, before the body is read (issue 16 §1);
 - a Celery worker with an embedded beat (``celery -A missionweave worker -B``), so the
   time-driven sweeps (missed start deadlines, expired leases) and the authority's review of
   each submission happen as in production. It uses kombu's ``filesystem://`` broker under
@@ -17,7 +20,7 @@ idempotent, then runs the product and a simulated organisation as separate proce
   reviewer's lines are echoed here.
 
 On the embedded default the in-memory channel layer cannot carry one process's hints to
-another's consumers; daphne's consumers notice the new events by polling the head
+another's consumers; the server's consumers notice the new events by polling the head
 (``MWP_STREAM_POLL_S``), as the README explains.
 """
 
@@ -88,28 +91,17 @@ class Command(BaseCommand):
         if _listening(port):
             raise CommandError(f"port {port} is already in use (is a demo already running?)")
         stopping = _stop_on_sigterm()
-        daphne = subprocess.Popen(  # noqa: S603 - fixed arguments, our own interpreter
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "--bind",
-                HOST,
-                "--port",
-                str(port),
-                "missionweave.asgi:application",
-            ],
-            cwd=settings.BASE_DIR,
-            env=_server_env(port),
+        server = subprocess.Popen(  # noqa: S603 - fixed arguments, our own interpreter
+            _server_command(port), cwd=settings.BASE_DIR, env=_server_env(port)
         )
         interrupted = False
-        children = [daphne]
+        children = [server]
         organisation: Organisation | None = None
         try:
             celery_log = Path(settings.VAR_DIR) / "celery.log"
             celery = _start_celery(celery_log)
             children.append(celery)
-            self._wait_until_up(daphne, port)
+            self._wait_until_up(server, port)
             organisation = Organisation(
                 f"http://{HOST}:{port}",
                 world.keys_dir,
@@ -119,11 +111,11 @@ class Command(BaseCommand):
             if interval > 0:
                 organisation.start()
             self._banner(world, f"http://{HOST}:{port}", organisation, celery_log)
-            self._watch(daphne, celery, organisation, stopping)
+            self._watch(server, celery, organisation, stopping)
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            exited_by_itself = daphne.poll()
+            exited_by_itself = server.poll()
             if organisation is not None:
                 # first: the workers checkpoint and release their leases while still served
                 for name, status in organisation.stop().items():
@@ -131,21 +123,21 @@ class Command(BaseCommand):
                         self.stderr.write(f"  {name} exited with status {status}")
             _stop(*children)
         if exited_by_itself is not None and not (interrupted or stopping):
-            raise CommandError(f"daphne exited with status {exited_by_itself}")
+            raise CommandError(f"the server exited with status {exited_by_itself}")
         self.stdout.write("Demo stopped.")
 
-    def _wait_until_up(self, daphne: subprocess.Popen, port: int) -> None:
+    def _wait_until_up(self, server: subprocess.Popen, port: int) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not _listening(port):
-            if daphne.poll() is not None:
-                raise CommandError(f"daphne exited with status {daphne.returncode} at start")
+            if server.poll() is not None:
+                raise CommandError(f"the server exited with status {server.returncode} at start")
             if time.monotonic() > deadline:
-                raise CommandError(f"daphne did not listen on {HOST}:{port} within 30 s")
+                raise CommandError(f"the server did not listen on {HOST}:{port} within 30 s")
             time.sleep(0.1)
 
     def _watch(
         self,
-        daphne: subprocess.Popen,
+        server: subprocess.Popen,
         celery: subprocess.Popen,
         organisation: Organisation,
         stopping: list[int],
@@ -154,7 +146,7 @@ class Command(BaseCommand):
         exits (the demo still serves without it)."""
         echoed = {agent.name: 0 for agent in organisation.agents if "worker" not in agent.name}
         reported: set[str] = set()
-        while daphne.poll() is None and not stopping:
+        while server.poll() is None and not stopping:
             time.sleep(0.5)
             if celery.poll() is not None and "celery" not in reported:
                 reported.add("celery")
@@ -223,8 +215,34 @@ class Command(BaseCommand):
         )
 
 
+def _server_command(port: int) -> list[str]:
+    """uvicorn as docs/deploy.md runs it in production, as one process on 127.0.0.1 (the
+    embedded default's SQLite and in-memory channel layer are one machine's, one process's)."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "missionweave.asgi:application",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--loop",
+        "auto",
+        "--http",
+        "auto",
+        "--ws",
+        "websockets-sansio",
+        "--ws-per-message-deflate",
+        "false",
+        "--lifespan",
+        "off",
+        "--no-access-log",
+    ]
+
+
 def _server_env(port: int) -> dict[str, str]:
-    """The environment for daphne: the chosen port's origins are trusted (dashboard forms,
+    """The environment for the server: the chosen port's origins are trusted (dashboard forms,
     browser websockets) unless the environment already says which origins to trust."""
     env = dict(os.environ)
     env.setdefault("CSRF_TRUSTED_ORIGINS", f"http://{HOST}:{port},http://localhost:{port}")
@@ -284,7 +302,7 @@ def _stop_on_sigterm() -> list[int]:
 
 
 def _stop(*processes: subprocess.Popen) -> None:
-    """SIGTERM to all at once (daphne closes, Celery finishes its task), then SIGKILL."""
+    """SIGTERM to all at once (the server closes, Celery finishes its task), then SIGKILL."""
     for process in processes:
         if process.poll() is None:
             process.terminate()
@@ -298,7 +316,7 @@ def _stop(*processes: subprocess.Popen) -> None:
 
 
 def _kill(process: subprocess.Popen) -> None:
-    """SIGKILL the process group it leads (Celery), or the process alone (daphne)."""
+    """SIGKILL the process group it leads (Celery), or the process alone (the server)."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:  # not a group leader

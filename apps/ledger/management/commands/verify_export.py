@@ -20,7 +20,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("file", help="the JSON Lines export")
-        parser.add_argument("--public-key", help="the authority public key to trust")
+        parser.add_argument(
+            "--public-key",
+            help="the authority public key to trust; write --public-key=KEY, since a base64url "
+            "key may start with '-'",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

@@ -31,12 +31,13 @@ from pathlib import Path
 
 import httpx
 
+from missionweave.production_server import APPLICATION, UVICORN_PROTOCOL_FLAGS
+
 from .config import ROOT, BenchConfig
 
 SECRET_KEY = "benchmark-only-secret-key-not-for-production-0123456789"
 READY_TIMEOUT_S = 30.0
 HOST = "127.0.0.1"
-APPLICATION = "missionweave.asgi:application"
 
 
 def _executable(name: str) -> str:
@@ -57,23 +58,14 @@ def _bind(port: int, workers: int) -> list[str]:
 
 def _uvicorn(port: int, workers: int) -> list[str]:
     # uvloop and httptools are the C event loop and HTTP parser (the pure-Python defaults cost
-    # CPU the GIL-bound write path needs); websockets-sansio is the websockets library's
-    # current protocol (uvicorn's "websockets" one uses its deprecated legacy server). No
-    # permessage-deflate: compressing every ~600-byte EVENT frame per socket cost latency at
-    # 100 subscribers (p50 14 -> 8 ms, docs/deploy.md), and daphne never compressed either.
-    # No lifespan: Channels' router has none to run.
+    # CPU the GIL-bound write path needs); the protocol flags are production's
+    # (missionweave.production_server says why each).
     return [
         _executable("uvicorn"),
         *_bind(port, workers),
         "--http",
         "httptools",
-        "--ws",
-        "websockets-sansio",
-        "--ws-per-message-deflate",
-        "false",
-        "--lifespan",
-        "off",
-        "--no-access-log",
+        *UVICORN_PROTOCOL_FLAGS,
         "--log-level",
         "warning",
         APPLICATION,

@@ -35,12 +35,9 @@ from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 
-class LeadPrimaryKeyWithGroup(Operation):
-    """``PRIMARY KEY (id)`` → ``PRIMARY KEY (<group column>, id)`` on PostgreSQL; reversible.
-
-    ``group_field`` names the field that holds the row's group (``group`` for a foreign key
-    to ``registry.Group``, whose column is ``group_id``). The model state is unchanged.
-    """
+class _GroupFieldOperation(Operation):
+    """A reversible operation on one model and the field that holds its rows' group
+    (``group`` for a foreign key to ``registry.Group``, whose column is ``group_id``)."""
 
     reversible = True
     reduces_to_sql = True
@@ -55,6 +52,12 @@ class LeadPrimaryKeyWithGroup(Operation):
             [],
             {"model_name": self.model_name, "group_field": self.group_field},
         )
+
+
+class LeadPrimaryKeyWithGroup(_GroupFieldOperation):
+    """``PRIMARY KEY (id)`` → ``PRIMARY KEY (<group column>, id)`` on PostgreSQL; reversible.
+    The model state is unchanged.
+    """
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """Nothing: ``id`` stays the ORM's primary key (see the module docstring)."""
@@ -114,7 +117,7 @@ class LeadPrimaryKeyWithGroup(Operation):
         )
 
 
-class DropGroupOnlyIndex(Operation):
+class DropGroupOnlyIndex(_GroupFieldOperation):
     """Drop the index Django gives a foreign key to the group (``group_id`` alone, and its
     ``varchar_pattern_ops`` twin on PostgreSQL) and record ``db_index=False`` on the field.
 
@@ -130,20 +133,6 @@ class DropGroupOnlyIndex(Operation):
     immutability triggers): ``DROP INDEX`` is enough on both databases.
     """
 
-    reversible = True
-    reduces_to_sql = True
-
-    def __init__(self, model_name: str, field_name: str = "group") -> None:
-        self.model_name = model_name
-        self.field_name = field_name
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return (
-            self.__class__.__qualname__,
-            [],
-            {"model_name": self.model_name, "field_name": self.field_name},
-        )
-
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         self._set_db_index(app_label, state, db_index=False)
 
@@ -152,9 +141,9 @@ class DropGroupOnlyIndex(Operation):
 
     def _set_db_index(self, app_label: str, state: ProjectState, *, db_index: bool) -> None:
         model_state = state.models[app_label, self.model_name.lower()]
-        field = model_state.fields[self.field_name].clone()
+        field = model_state.fields[self.group_field].clone()
         field.db_index = db_index
-        state.alter_field(app_label, self.model_name.lower(), self.field_name, field, True)
+        state.alter_field(app_label, self.model_name.lower(), self.group_field, field, True)
 
     def database_forwards(
         self,
@@ -166,7 +155,7 @@ class DropGroupOnlyIndex(Operation):
         model = to_state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
-        column = model._meta.get_field(self.field_name).column
+        column = model._meta.get_field(self.group_field).column
         connection = schema_editor.connection
         with connection.cursor() as cursor:
             constraints = connection.introspection.get_constraints(cursor, model._meta.db_table)
@@ -189,14 +178,14 @@ class DropGroupOnlyIndex(Operation):
         model = to_state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
-        field = model._meta.get_field(self.field_name)
+        field = model._meta.get_field(self.group_field)
         schema_editor.execute(schema_editor._create_index_sql(model, fields=[field]))
         like = getattr(schema_editor, "_create_like_index_sql", None)
         if like is not None and (statement := like(model, field)) is not None:
             schema_editor.execute(statement)
 
     def describe(self) -> str:
-        return f"Drop the index of {self.model_name}.{self.field_name} alone"
+        return f"Drop the index of {self.model_name}.{self.group_field} alone"
 
     @property
     def migration_name_fragment(self) -> str:

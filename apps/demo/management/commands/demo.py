@@ -42,6 +42,7 @@ from django.db import connections
 from apps.demo.cast import DemoWorld, OlderDemo, demo_seed
 from apps.demo.story import seed_work
 from missionweave.demo.launch import Organisation
+from missionweave.production_server import APPLICATION, UVICORN_PROTOCOL_FLAGS
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 30
@@ -222,22 +223,9 @@ def _server_command(port: int) -> list[str]:
         sys.executable,
         "-m",
         "uvicorn",
-        "missionweave.asgi:application",
-        "--host",
-        HOST,
-        "--port",
-        str(port),
-        "--loop",
-        "auto",
-        "--http",
-        "auto",
-        "--ws",
-        "websockets-sansio",
-        "--ws-per-message-deflate",
-        "false",
-        "--lifespan",
-        "off",
-        "--no-access-log",
+        APPLICATION,
+        *("--host", HOST, "--port", str(port), "--loop", "auto", "--http", "auto"),
+        *UVICORN_PROTOCOL_FLAGS,
     ]
 
 

@@ -2,7 +2,9 @@
 
 ``/api/v1/artifacts/`` is answered ahead of Django by ``apps.artifacts.asgi``, which reads an
 upload's body as it arrives; the command endpoints ``POST /api/v1/groups/{group}/commands``
-and ``commands:batch`` by ``apps.api.edge``, below Django's request handling. Serve with
+and ``commands:batch`` by ``apps.api.edge``, below Django's request handling; every other
+``/api/`` request with a body is judged from its headers by ``apps.api.body_guard`` before
+Django reads it. Serve with
 uvicorn for bodies to stream (daphne, like Django's own handler, reads a whole body before the
 application runs).
 """
@@ -19,6 +21,7 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from apps.api.body_guard import BodyGuard  # noqa: E402
 from apps.api.edge import CommandEdge  # noqa: E402
 from apps.artifacts.asgi import mount_artifacts  # noqa: E402
 from apps.stream.auth import StreamAuthMiddleware  # noqa: E402
@@ -27,7 +30,7 @@ from apps.stream.consumers import StreamConsumer  # noqa: E402
 application = mount_artifacts(
     ProtocolTypeRouter(
         {
-            "http": CommandEdge(django_asgi_app),
+            "http": CommandEdge(BodyGuard(django_asgi_app)),
             "websocket": StreamAuthMiddleware(
                 URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
             ),

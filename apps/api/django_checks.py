@@ -27,6 +27,17 @@ def is_secure(scope: Scope) -> bool:
     return scope.get("scheme") == "https"
 
 
+def bearer_token(authorization: str | None) -> str:
+    """wire.md §3 step 1: the token of ``Authorization: Bearer <token>``, judged from the
+    header alone (whether it is valid is a database question)."""
+    if not authorization:
+        raise ProtocolError(ErrorCode.UNAUTHENTICATED, "a bearer token is required")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ProtocolError(ErrorCode.UNAUTHENTICATED, "expected Authorization: Bearer <token>")
+    return token.strip()
+
+
 def check_host(request: Request) -> None:
     """Django's ``request.get_host()`` check, answered as a §8 document."""
     host = request.header("host")

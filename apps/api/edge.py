@@ -61,7 +61,7 @@ from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .answers import batch_document, events_body, outcome_headers, query_int
-from .django_checks import check_host, is_secure, security_headers
+from .django_checks import bearer_token, check_host, is_secure, security_headers
 from .parsers import check_json_media_type, too_large
 from .session_callers import SessionCallers
 
@@ -144,7 +144,7 @@ class CommandEdge:
     async def _answer(self, request: Request, receive: Receive, group: str, endpoint: str) -> Reply:
         """The answer, judged in wire.md §3's order: host, token, media type, length, body."""
         check_host(request)
-        token = _bearer_token(request.header("authorization"))
+        token = bearer_token(request.header("authorization"))
         if endpoint == "events":
             return await self._events(request, token, group)
         # A batch judges its token in PostgreSQL: a replaced session's batch is one 401, as
@@ -203,16 +203,6 @@ def _edge_path(scope: Scope) -> tuple[str, str] | None:
     if settings.SECURE_SSL_REDIRECT and not is_secure(scope):
         return None  # SecurityMiddleware redirects it to HTTPS: let Django answer
     return match[1], match[2]
-
-
-def _bearer_token(authorization: str | None) -> str:
-    """wire.md §3 step 1: the token of ``Authorization: Bearer <token>``."""
-    if not authorization:
-        raise ProtocolError(ErrorCode.UNAUTHENTICATED, "a bearer token is required")
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise ProtocolError(ErrorCode.UNAUTHENTICATED, "expected Authorization: Bearer <token>")
-    return token.strip()
 
 
 async def _read_body(request: Request, receive: Receive, *, limit: int) -> bytes:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import pytest
 from asgiref.testing import ApplicationCommunicator
@@ -23,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.api.edge import CommandEdge
-from tests.artifacts.helpers import read_response
 from tests.factories import World, mission_body
 from tests.live_server import LiveServer, uvicorn_server
 
 from .http import head_sequence
+from .raw_http import chunked, connect, json_from, request_head, response_of
 
 __all__ = ["uvicorn_server"]
 
@@ -304,40 +303,20 @@ def test_a_remembered_token_of_a_replaced_session_is_stale_even_for_a_replay(
 # --- under a server that streams bodies ---------------------------------------------------
 
 
-def _connect(server: LiveServer) -> socket.socket:
-    parts = urlsplit(server.url)
-    return socket.create_connection((parts.hostname, parts.port), timeout=10)
-
-
-def _head(path: str, headers: dict[str, str]) -> bytes:
-    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", *(f"{k}: {v}" for k, v in headers.items())]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def _json_from(token: str, **headers: str) -> dict[str, str]:
-    """A JSON request's headers with ``token``, plus ``headers`` (the body's framing)."""
-    return {"Authorization": f"Bearer {token}", "Content-Type": "application/json", **headers}
-
-
-def _response(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, Any]]:
-    status, headers, body = read_response(sock)
-    return status, headers, json.loads(body)
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("endpoint", ["commands", "commands:batch"])
 def test_no_token_is_refused_before_a_declared_512_mib_body(
     uvicorn_server: LiveServer, world: World, endpoint: str
 ) -> None:
     """wire.md §3 step 1: headers alone are answered 401; not a byte of the body is sent."""
-    with _connect(uvicorn_server) as sock:
+    with connect(uvicorn_server) as sock:
         sock.sendall(
-            _head(
+            request_head(
                 f"/api/v1/groups/{world.group}/{endpoint}",
                 {"Content-Type": "application/json", "Content-Length": str(512 * 1024 * 1024)},
             )
         )
-        status, headers, document = _response(sock)
+        status, headers, document = response_of(sock)
 
     assert (status, document["error"]["code"]) == (401, "UNAUTHENTICATED")
     assert headers["connection"] == "close"
@@ -348,22 +327,17 @@ def test_a_declared_length_over_the_limit_is_413_before_the_body(
     uvicorn_server: LiveServer, world: World
 ) -> None:
     """wire.md §1: a command body is at most 1 MiB; the declared length is enough to refuse."""
-    with _connect(uvicorn_server) as sock:
+    with connect(uvicorn_server) as sock:
         sock.sendall(
-            _head(
+            request_head(
                 f"/api/v1/groups/{world.group}/commands",
-                _json_from(world.w1.token, **{"Content-Length": str(2 * 1024 * 1024)}),
+                json_from(world.w1.token, **{"Content-Length": str(2 * 1024 * 1024)}),
             )
         )
-        status, _, document = _response(sock)
+        status, _, document = response_of(sock)
 
     assert (status, document["error"]["code"]) == (413, "TOO_LARGE")
     assert document["error"]["details"] == {"limit": 1024 * 1024}
-
-
-def _chunked(payload: bytes, size: int) -> bytes:
-    parts = [payload[i : i + size] for i in range(0, len(payload), size)]
-    return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -371,15 +345,15 @@ def test_a_chunked_command_is_read_and_accepted(uvicorn_server: LiveServer, worl
     """A body without Content-Length is parsed as it arrives, not taken for an empty one."""
     before = head_sequence(world.group)
     envelope = world.w1.command(world.group, "mission.create", mission_body())
-    with _connect(uvicorn_server) as sock:
+    with connect(uvicorn_server) as sock:
         sock.sendall(
-            _head(
+            request_head(
                 f"/api/v1/groups/{world.group}/commands",
-                _json_from(world.w1.token, **{"Transfer-Encoding": "chunked"}),
+                json_from(world.w1.token, **{"Transfer-Encoding": "chunked"}),
             )
-            + _chunked(json.dumps(envelope).encode(), 100)
+            + chunked(json.dumps(envelope).encode(), 100)
         )
-        status, _, document = _response(sock)
+        status, _, document = response_of(sock)
 
     assert status == 201, document
     assert document["command_id"] == envelope["id"]
@@ -392,11 +366,11 @@ def test_a_chunked_body_past_the_limit_is_cut_at_413(
 ) -> None:
     """Counted as it arrives: refused once past 1 MiB, nothing appended."""
     before = head_sequence(world.group)
-    with _connect(uvicorn_server) as sock:
+    with connect(uvicorn_server) as sock:
         sock.sendall(
-            _head(
+            request_head(
                 f"/api/v1/groups/{world.group}/commands",
-                _json_from(world.w1.token, **{"Transfer-Encoding": "chunked"}),
+                json_from(world.w1.token, **{"Transfer-Encoding": "chunked"}),
             )
         )
         chunk = b"%x\r\n%s\r\n" % (64 * 1024, b" " * 64 * 1024)
@@ -405,7 +379,7 @@ def test_a_chunked_body_past_the_limit_is_cut_at_413(
                 sock.sendall(chunk)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server answered and closed while we were still sending
-        status, headers, document = _response(sock)
+        status, headers, document = response_of(sock)
 
     assert (status, document["error"]["code"]) == (413, "TOO_LARGE")
     assert headers["connection"] == "close"

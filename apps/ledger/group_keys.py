@@ -53,6 +53,15 @@ class _GroupFieldOperation(Operation):
             {"model_name": self.model_name, "group_field": self.group_field},
         )
 
+    def _migrated_model(
+        self, app_label: str, state: ProjectState, schema_editor: BaseDatabaseSchemaEditor
+    ) -> Any | None:
+        """The model as of ``state``, or ``None`` where a router keeps it off this database."""
+        model = state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+            return None
+        return model
+
 
 class LeadPrimaryKeyWithGroup(_GroupFieldOperation):
     """``PRIMARY KEY (id)`` → ``PRIMARY KEY (<group column>, id)`` on PostgreSQL; reversible.
@@ -152,8 +161,8 @@ class DropGroupOnlyIndex(_GroupFieldOperation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+        model = self._migrated_model(app_label, to_state, schema_editor)
+        if model is None:
             return
         column = model._meta.get_field(self.group_field).column
         connection = schema_editor.connection
@@ -175,8 +184,8 @@ class DropGroupOnlyIndex(_GroupFieldOperation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+        model = self._migrated_model(app_label, to_state, schema_editor)
+        if model is None:
             return
         field = model._meta.get_field(self.group_field)
         schema_editor.execute(schema_editor._create_index_sql(model, fields=[field]))

@@ -40,3 +40,14 @@ def response_of(sock: socket.socket) -> tuple[int, dict[str, str], dict[str, Any
 def chunked(payload: bytes, size: int) -> bytes:
     parts = [payload[i : i + size] for i in range(0, len(payload), size)]
     return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+
+
+def flood_chunks(sock: socket.socket, *, chunks: int = 40, size: int = 64 * 1024) -> None:
+    """Send ``chunks`` chunks of ``size`` spaces (2.5 MiB by default, past any JSON limit),
+    stopping quietly when the server has answered and closed while they were still going."""
+    chunk = b"%x\r\n%s\r\n" % (size, b" " * size)
+    try:
+        for _ in range(chunks):
+            sock.sendall(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass

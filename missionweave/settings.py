@@ -152,11 +152,17 @@ def _database() -> dict:
     if config["ENGINE"].endswith("postgresql") and _flag("MWP_DB_POOL", True):
         # Under ASGI every request runs in a thread of its own, so a per-thread connection is
         # a new PostgreSQL connection per request; a pool makes it a borrow (docs/benchmarks.md).
+        # When PostgreSQL is away (issue 16 §8), a request waits at most `timeout` for a
+        # connection and is answered 503 with Retry-After. The pool retries a failed connect
+        # with a doubling delay; giving up after `reconnect_timeout` lets the next request
+        # start afresh, so service returns within about that long of PostgreSQL rather than
+        # one doubled delay late (docs/reliability.md).
         config["CONN_MAX_AGE"] = 0
         config.setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
             "max_size": int(os.environ.get("MWP_DB_POOL_MAX", "32")),
-            "timeout": 10,
+            "timeout": float(os.environ.get("MWP_DB_POOL_TIMEOUT_S", "5")),
+            "reconnect_timeout": float(os.environ.get("MWP_DB_RECONNECT_S", "2")),
         }
     if os.environ.get("MWP_TEST_DB_NAME"):
         # A server process started by the tests points at the test database (TOOLCHAIN.md 5).

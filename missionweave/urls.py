@@ -11,6 +11,8 @@ from apps.api.views import health
 
 #: a request refused before any view (a Host outside ALLOWED_HOSTS): JSON under /api/
 handler400 = "apps.api.errors.bad_request"
+#: an exception nothing answered; the database away is 503 with Retry-After (issue 16 §8)
+handler500 = "apps.api.errors.server_error"
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import DisallowedHost, PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
+from apps.artifacts.http import RETRY_AFTER_S, unavailable
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
@@ -43,8 +47,26 @@ def as_protocol_error(exc: Exception) -> ProtocolError | None:
     return None
 
 
+#: what PostgreSQL being away raises — the connection could not be made or was cut. Not the
+#: request's fault and not a bug: the answer is 503 with ``Retry-After`` (issue 16 §8), and
+#: the client sends the same envelope again (wire.md §3 step 5 makes that safe).
+DATABASE_OUTAGES = (OperationalError, InterfaceError)
+UNAVAILABLE_HEADERS = {"Retry-After": RETRY_AFTER_S}
+
+
+def database_unavailable(path: str) -> JsonResponse:
+    """The 503 document for a request under ``/api/`` that the database could not serve."""
+    logger.warning("database unavailable at %s", path, exc_info=True)
+    return JsonResponse(unavailable("database").as_body(), status=503, headers=UNAVAILABLE_HEADERS)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's hook: known errors become wire.md §8 documents; anything else is a bug (500)."""
+    """DRF's hook: known errors become wire.md §8 documents; the database away is 503;
+    anything else is a bug (500)."""
+    if isinstance(exc, DATABASE_OUTAGES):
+        logger.warning("database unavailable in %s", context.get("view"), exc_info=True)
+        body = unavailable("database").as_body()
+        return Response(body, status=503, headers=UNAVAILABLE_HEADERS)
     error = as_protocol_error(exc)
     if error is None:
         logger.exception("unhandled error in %s", context.get("view"))
@@ -70,3 +92,23 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
         else "the request was refused before it reached the API"
     )
     return error_response(ProtocolError(ErrorCode.MALFORMED, message, requirement="wire§8"))
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: an exception no view or middleware answered. When it is the database
+    being away (a session read, an authentication, a dashboard query) the answer is 503 with
+    ``Retry-After`` — the §8 document under ``/api/``, ``templates/503.html`` elsewhere —
+    rendered without a request context, since anything that reads the session would fail
+    again. Anything else is what Django answers: its 500 page (made JSON under ``/api/`` by
+    :class:`~apps.api.middleware.ApiErrorMiddleware` where that is outside it)."""
+    error = sys.exc_info()[1]
+    if not isinstance(error, DATABASE_OUTAGES):
+        if request.path.startswith("/api/"):
+            internal = ProtocolError(ErrorCode.INTERNAL, "internal error", requirement="wire§8")
+            return error_response(internal)
+        return defaults.server_error(request)
+    if request.path.startswith("/api/"):
+        return database_unavailable(request.path)
+    logger.warning("database unavailable at %s", request.path, exc_info=True)
+    page = loader.get_template("503.html").render()
+    return HttpResponse(page, status=503, headers=UNAVAILABLE_HEADERS)

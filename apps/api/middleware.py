@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-from .errors import as_protocol_error, error_response
+from .errors import DATABASE_OUTAGES, as_protocol_error, database_unavailable, error_response
 
 logger = logging.getLogger(__name__)
 API_PREFIX = "/api/"
@@ -38,6 +38,8 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        if isinstance(exception, DATABASE_OUTAGES):
+            return database_unavailable(request.path)
         error = as_protocol_error(exception)
         if error is None:
             logger.exception("unhandled error at %s", request.path)

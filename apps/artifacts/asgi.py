@@ -7,8 +7,9 @@ here, from the ``http.request`` messages as they arrive (uvicorn streams them). 
 else goes to the inner application unchanged (:func:`mount_artifacts`).
 
 The edge never answers with a traceback: a refusal is its wire.md §8 document, a storage or
-database outage is 503 (``INTERNAL``, ``Retry-After``), and anything else is logged and
-answered 500 ``INTERNAL`` like the rest of the API.
+database outage is 503 ``UNAVAILABLE`` with ``Retry-After``, an upload the store has no room
+for is 507 ``STORAGE_FULL`` with nothing of it kept (issue 16 §8), and anything else is
+logged and answered 500 ``INTERNAL`` like the rest of the API.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from .http import (
     Scope,
     Send,
     refuse,
+    storage_full,
     unavailable,
 )
-from .storage import configured_storage
+from .storage import configured_storage, is_no_room
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +73,12 @@ class ArtifactApp:
             return  # nothing kept (the upload's spool is gone), nobody to answer
         except ProtocolError as error:
             await refuse(responder, request, error)
-        except (OSError, DatabaseError):
+        except (OSError, DatabaseError) as error:
+            if isinstance(error, OSError) and is_no_room(error):
+                # the upload's spool is already discarded: nothing half-written is left
+                logger.warning("artifact storage full at %s", scope.get("path"), exc_info=True)
+                await refuse(responder, request, storage_full())
+                return
             logger.exception("artifact storage or database unavailable")
             await refuse(
                 responder,

@@ -207,6 +207,15 @@ async def refuse(
 
 
 def unavailable(what: str) -> ProtocolError:
-    """The refusal of a request that storage or the database could not serve: 503 with
-    ``Retry-After: RETRY_AFTER_S`` (``refuse(..., status=503, ...)``)."""
-    return ProtocolError(ErrorCode.INTERNAL, f"{what} unavailable, retry later")
+    """The refusal of a request that storage or the database could not serve: 503
+    ``UNAVAILABLE``, sent with ``Retry-After: RETRY_AFTER_S``."""
+    return ProtocolError(ErrorCode.UNAVAILABLE, f"{what} unavailable, retry later")
+
+
+def storage_full() -> ProtocolError:
+    """The refusal of an upload the artifact store has no room for: 507 ``STORAGE_FULL``.
+    Nothing of it is kept (its spool is discarded); unlike 503 it is not worth retrying soon,
+    since room is made by an operator, not by time."""
+    return ProtocolError(
+        ErrorCode.STORAGE_FULL, "the artifact store is full: nothing was stored, retry later"
+    )

@@ -20,7 +20,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .http import Exchange, Receive, Request, body_parts
 from .services import hash_mismatch, too_large, upload_record
-from .storage import CHUNK_BYTES, Spool
+from .storage import CHUNK_BYTES, Spool, is_no_room
 
 _record = database_sync_to_async(upload_record)
 
@@ -37,29 +37,53 @@ async def _receive_into(
     request: Request, receive: Receive, spool: Spool, *, limit: int, declared: int | None
 ) -> int:
     """Receive the whole body into ``spool``; its size. ``ClientGone`` on a disconnect,
-    ``TOO_LARGE`` as soon as more than ``limit`` bytes arrived (``body_parts``)."""
+    ``TOO_LARGE`` as soon as more than ``limit`` bytes arrived (``body_parts``).
+
+    A disk with no room left stops the writing, not the reading (issue 16 §8): the rest of
+    the body is read and dropped, so a client still sending gets its 507 ``STORAGE_FULL``
+    rather than a reset connection, and the ``OSError`` is raised once the body has ended.
+    """
     batch: list[bytes] = []
     batch_bytes = 0
     total = 0
     writing: asyncio.Future[Any] | None = None
+    no_room: OSError | None = None
+
+    async def settle() -> None:
+        """Wait for the batch being written; remember a "no room" failure."""
+        nonlocal writing, no_room
+        if writing is None:
+            return
+        try:
+            await writing
+        except OSError as error:
+            if not is_no_room(error):
+                raise
+            no_room = error
+        finally:
+            writing = None
+
     try:
         async for body in body_parts(request, receive, limit=limit, too_large=too_large):
             total += len(body)
+            if no_room is not None:
+                continue  # dropped: the upload is refused once its body has ended
             batch.append(body)
             batch_bytes += len(body)
             if batch_bytes >= CHUNK_BYTES:
-                if writing is not None:
-                    await writing
-                writing = asyncio.ensure_future(asyncio.to_thread(spool.write, batch))
+                await settle()
+                if no_room is None:
+                    writing = asyncio.ensure_future(asyncio.to_thread(spool.write, batch))
                 batch, batch_bytes = [], 0
-        if writing is not None:
-            await writing
-            writing = None
-        if batch:
-            await asyncio.to_thread(spool.write, batch)
+        await settle()
+        if batch and no_room is None:
+            writing = asyncio.ensure_future(asyncio.to_thread(spool.write, batch))
+            await settle()
     finally:
         if writing is not None:  # a refusal while a batch was being written: let it finish
             await asyncio.gather(writing, return_exceptions=True)
+    if no_room is not None:
+        raise no_room
     if declared is not None and total != declared:
         raise ProtocolError(
             ErrorCode.MALFORMED,

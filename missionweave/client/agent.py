@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from missionweave.protocol.canonical import canonical_bytes, is_digest
 from missionweave.protocol.envelope import signed_envelope
-from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.errors import ErrorCode, ProtocolError, http_status
 from missionweave.protocol.identifiers import agent_principal
 from missionweave.protocol.signing import document_signature_holds, parse_public_key, sign
 from missionweave.protocol.strictjson import parse as parse_json
@@ -57,6 +57,8 @@ from .artifacts import (
 from .errors import ApiError, ClientError, Unavailable
 
 API_PREFIX = "/api/v1"
+#: a full artifact store: refused at once, not retried (issue 16 §8)
+STORAGE_FULL_STATUS = http_status(ErrorCode.STORAGE_FULL)
 
 
 @dataclass(frozen=True)
@@ -494,8 +496,9 @@ class AgentClient:
         return response
 
     def _retrying(self, attempt: Callable[[], httpx.Response]) -> httpx.Response:
-        """Network errors and 5xx are retried with exponential backoff and jitter; any other
-        answer is returned. Every attempt is rebuilt by ``attempt`` (fresh signature and
+        """Network errors and 5xx are retried with exponential backoff and jitter, except 507
+        ``STORAGE_FULL`` (room is made by an operator, not by waiting); any other answer is
+        returned. Every attempt is rebuilt by ``attempt`` (fresh signature and
         ``issued_at``), with the same content."""
         last: str = ""
         for number in range(self._max_attempts):
@@ -507,7 +510,7 @@ class AgentClient:
             except httpx.TransportError as error:
                 last = f"{type(error).__name__}: {error}"
                 continue
-            if response.status_code >= 500:
+            if response.status_code >= 500 and response.status_code != STORAGE_FULL_STATUS:
                 last = f"HTTP {response.status_code}"
                 continue
             return response

@@ -53,6 +53,10 @@ class ErrorCode(StrEnum):
     # Additions of this implementation (wire.md allows new codes, never renamed ones).
     ALREADY_EXISTS = "ALREADY_EXISTS"
     INTERNAL = "INTERNAL"
+    # Server faults that are not bugs (issue 16 §8): PostgreSQL or the artifact storage is
+    # away (503, with Retry-After: send the same request again), or the store is full (507).
+    UNAVAILABLE = "UNAVAILABLE"
+    STORAGE_FULL = "STORAGE_FULL"
 
 
 # (HTTP status, the requirement cited when the raiser names none).
@@ -96,7 +100,12 @@ _CATALOGUE: dict[ErrorCode, tuple[int, str]] = {
     ErrorCode.RATE_LIMITED: (429, "wire§8"),
     ErrorCode.ALREADY_EXISTS: (409, "wire§4"),
     ErrorCode.INTERNAL: (500, "wire§8"),
+    ErrorCode.UNAVAILABLE: (503, "wire§8"),
+    ErrorCode.STORAGE_FULL: (507, "wire§8"),
 }
+
+#: the codes of a 5xx answer: none may be the answer to any input (wire.md §8)
+SERVER_FAULTS = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.STORAGE_FULL})
 
 
 def http_status(code: ErrorCode) -> int:

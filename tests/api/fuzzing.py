@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from missionweave.protocol import strictjson
-from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.errors import SERVER_FAULTS, ErrorCode, ProtocolError
 from tests.factories import AgentPersona, HumanPersona, now_text, unique
 
 CODES = {code.value for code in ErrorCode}
@@ -128,7 +128,7 @@ def assert_error_document(body: Any, status: int) -> None:
     error = body["error"]
     assert set(error) == {"code", "message", "requirement", "details"}, error
     assert error["code"] in CODES, error
-    assert ErrorCode(error["code"]) is not ErrorCode.INTERNAL
+    assert ErrorCode(error["code"]) not in SERVER_FAULTS
     assert isinstance(error["message"], str)
     assert isinstance(error["requirement"], str)
     assert error["requirement"]

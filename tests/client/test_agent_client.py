@@ -29,6 +29,7 @@ from missionweave.client import (
     StreamFollower,
     Unavailable,
 )
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.events import event_hash
 from tests import factories
 from tests.factories import World, build_world, mission_body
@@ -164,6 +165,28 @@ def test_a_5xx_is_retried_and_persistent_failure_is_unavailable(
         pytest.raises(Unavailable),
     ):
         client.submit(live_world.group, "mission.create", mission_body("m-2"))
+
+
+def test_a_full_artifact_store_is_refused_at_once_not_retried(
+    live_asgi_server: LiveServer, live_world: World
+) -> None:
+    """Issue 16 §8: 507 ``STORAGE_FULL`` is a server fault that waiting does not mend (room
+    is made by an operator), so the upload raises it after one request instead of retrying
+    like a 503."""
+    body = ProtocolError(ErrorCode.STORAGE_FULL, "the artifact store is full").as_body()
+
+    def full(request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        if request.url.path.startswith("/api/v1/artifacts/"):
+            return httpx.Response(507, json=body)
+        return response
+
+    transport = Wrapping(full)
+    with _client(live_asgi_server, live_world, transport=transport) as client:
+        with pytest.raises(ApiError) as refused:
+            client.upload(b"no room for this")
+        assert (refused.value.status, refused.value.code) == (507, "STORAGE_FULL")
+        puts = [r for r in transport.requests if r.method == "PUT"]
+        assert len(puts) == 1
 
 
 def test_a_stale_session_is_reopened_and_the_command_resent(

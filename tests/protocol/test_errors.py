@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from missionweave.protocol.errors import ErrorCode, ProtocolError, http_status
+from missionweave.protocol.errors import SERVER_FAULTS, ErrorCode, ProtocolError, http_status
 
 # Transcribed from wire.md §8 "Codes by status".
 WIRE_8: dict[str, int] = {
@@ -63,10 +63,17 @@ def test_every_wire_8_code_exists_with_its_status(code: str, status: int) -> Non
 
 
 def test_additional_codes_never_reuse_a_client_error_status_for_a_server_fault() -> None:
-    """wire§8: additions are allowed; only INTERNAL may be a 5xx (never from input)."""
+    """wire§8: additions are allowed; only the server faults may be a 5xx (never from input):
+    a bug (INTERNAL, 500), the database or storage away (UNAVAILABLE, 503), the artifact
+    store full (STORAGE_FULL, 507)."""
     extra = {code for code in ErrorCode if code.value not in WIRE_8}
     for code in extra:
-        assert 400 <= http_status(code) < 500 or code is ErrorCode.INTERNAL
+        assert (400 <= http_status(code) < 500) != (code in SERVER_FAULTS), code
+    assert {code: http_status(code) for code in SERVER_FAULTS} == {
+        ErrorCode.INTERNAL: 500,
+        ErrorCode.UNAVAILABLE: 503,
+        ErrorCode.STORAGE_FULL: 507,
+    }
 
 
 @pytest.mark.parametrize("code", list(ErrorCode))

@@ -11,7 +11,15 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .base import CHUNK_BYTES, Spool, Storage, StorageError, StoredObject, clean_spools
+from .base import (
+    CHUNK_BYTES,
+    Spool,
+    Storage,
+    StorageError,
+    StoredObject,
+    clean_spools,
+    is_no_room,
+)
 from .filesystem import FilesystemStorage
 from .s3 import S3Storage
 
@@ -25,6 +33,7 @@ __all__ = [
     "StoredObject",
     "clean_spools",
     "configured_storage",
+    "is_no_room",
 ]
 
 _instances: dict[tuple[str, ...], Storage] = {}

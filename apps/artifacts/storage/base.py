@@ -5,11 +5,13 @@ the digest is known only once the last byte has arrived and nothing may be kept 
 digest its bytes do not hash to (wire.md §4, ``ARTIFACT_HASH_MISMATCH``). Only then is the
 spool committed under ``sha256/<hex>`` (R13.1-01): a rename on the filesystem, an upload to
 the bucket. A backend failure surfaces as ``OSError`` (:class:`StorageError` for non-OS
-backends), which the HTTP edge answers with 503, never a traceback.
+backends), which the HTTP edge answers with 503, never a traceback — or, when the disk (or
+a quota) has no room left (:func:`is_no_room`), 507 ``STORAGE_FULL``.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import time
@@ -28,6 +30,15 @@ SPOOL_SUFFIX = ".part"
 
 class StorageError(OSError):
     """A backend failure that is not the client's fault (the edge answers 503)."""
+
+
+#: ``errno`` of a write that found no room: the disk, or the user's quota, is full
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_no_room(error: OSError) -> bool:
+    """Whether ``error`` means the storage is full (507), not that it is away (503)."""
+    return error.errno in _NO_ROOM
 
 
 def object_key(digest: str) -> str:

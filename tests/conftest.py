@@ -82,11 +82,16 @@ def api() -> APIClient:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long proofs (marked ``proof``, see ``tests/proofs.py``) first, in their order.
+    """The long proofs and the fault tests (marked ``proof`` or ``chaos``, see
+    ``tests/proofs.py``) first, in their order.
 
     With ``--dist loadfile --no-loadscope-reorder`` xdist hands out whole files in collection
     order, two pending per worker. Started first, the long files run side by side while the
     short ones fill in; left to xdist's default (most tests first), the one-test long files
     came last and one worker ran them alone while the other idled.
     """
-    items.sort(key=lambda item: item.get_closest_marker("proof") is None)
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("proof") is None and item.get_closest_marker("chaos") is None
+        )
+    )

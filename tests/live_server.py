@@ -29,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,6 +78,7 @@ class LiveServer:
     origin: str  # what a browser on this server sends as Origin
     channel_prefix: str
     log_path: Path
+    pid: int  # the server's process (a wrapper execs it, so it keeps the wrapper's id)
 
     def log(self) -> str:
         """The server's output so far (for assertion messages)."""
@@ -139,12 +140,15 @@ def run_live_server(
     port: int = 0,
     extra_env: dict[str, str] | None = None,
     server: str = "daphne",
+    wrapper: Sequence[str] = (),
 ) -> Iterator[LiveServer]:
     """Run ``server`` (``daphne`` or ``uvicorn``) serving ``app`` against ``database_name``
     until the block exits.
 
     ``port`` 0 picks a free one; a test that restarts a server passes the previous port.
     ``extra_env`` overrides settings from the environment (e.g. the channel layer).
+    ``wrapper`` is a command the server's command line is handed to (it must ``exec`` it, so
+    the process id stays the server's): a fault test prepares the server's world with it.
     """
     if not os.environ.get("DATABASE_URL"):
         raise RuntimeError(
@@ -177,7 +181,7 @@ def run_live_server(
     log_path = log_dir / f"{server}.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            _server_command(server, sock.fileno(), app),
+            [*wrapper, *_server_command(server, sock.fileno(), app)],
             cwd=BASE_DIR,
             env=env,
             pass_fds=[sock.fileno()],
@@ -193,6 +197,7 @@ def run_live_server(
             origin=origin,
             channel_prefix=channel_prefix,
             log_path=log_path,
+            pid=process.pid,
         )
     finally:
         process.terminate()
@@ -245,7 +250,11 @@ def _test_process_channel_prefix(prefix: str) -> Iterator[None]:
 
 @contextmanager
 def session_server(
-    worker_id: str, *, server: str = "daphne", extra_env: dict[str, str] | None = None
+    worker_id: str,
+    *,
+    server: str = "daphne",
+    extra_env: dict[str, str] | None = None,
+    wrapper: Sequence[str] = (),
 ) -> Iterator[LiveServer]:
     """A server on this worker's test database, with a channel prefix of its own."""
     database_name = connection.settings_dict["NAME"]
@@ -257,6 +266,7 @@ def session_server(
             channel_prefix=prefix,
             extra_env=extra_env,
             server=server,
+            wrapper=wrapper,
         ) as live,
     ):
         yield live

@@ -52,11 +52,22 @@ class TransportFailure:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """A 503 answer: the server is up but cannot serve now (its database is away)."""
+
+    client: int
+    server: int
+    at: float
+    retry_after: str | None  # the header, which a 503 must carry
+
+
 @dataclass
 class ClientLog:
     home: int  # the server the client started on
     acks: list[Ack] = field(default_factory=list)
     failures: list[TransportFailure] = field(default_factory=list)
+    unavailable: list[Unavailable] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # non-2xx answers (none expected)
     abandoned: list[str] = field(default_factory=list)  # command ids never acknowledged
 
@@ -81,10 +92,22 @@ class LoadClient:
 
 
 class FailoverLoad:
-    """Run ``clients`` against ``urls`` in threads; ``start``, watch ``acknowledged``, ``join``."""
+    """Run ``clients`` against ``urls`` in threads; ``start``, watch ``acknowledged``, ``join``.
 
-    def __init__(self, urls: Sequence[str], clients: Sequence[LoadClient]) -> None:
+    A ``503`` is an answer that nothing was done and the same envelope may be sent again
+    after ``Retry-After`` seconds; the clients wait at most ``max_retry_after_s`` of it (a
+    test that measures when service came back polls sooner than a polite client would).
+    """
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        clients: Sequence[LoadClient],
+        *,
+        max_retry_after_s: float = 5.0,
+    ) -> None:
         self.urls = list(urls)
+        self.max_retry_after_s = max_retry_after_s
         self.clients = list(clients)
         self.logs = [ClientLog(home=index % len(urls)) for index in range(len(clients))]
         self._threads = [
@@ -162,6 +185,11 @@ class FailoverLoad:
                 )
                 current = (current + 1) % len(sessions)
                 time.sleep(min(0.02 * attempt, 0.5))
+                continue
+            if response.status_code == 503:
+                retry_after = response.headers.get("Retry-After")
+                log.unavailable.append(Unavailable(index, current, time.monotonic(), retry_after))
+                time.sleep(min(float(retry_after or 1), self.max_retry_after_s))
                 continue
             if response.is_success:
                 log.acks.append(

@@ -3,8 +3,9 @@
 One deployment: two ASGI server processes, two Celery workers and one ``celery beat``, all
 against one PostgreSQL and one Redis (``tests/scale/topology.py``). Client threads send
 signed commands over HTTP, spread over both servers (``tests/scale/failover_load.py``);
-meanwhile a sweep has due leases to reassign. Mid-load, one worker is killed inside a sweep
-and one server is killed under the clients. Nothing acknowledged may be lost or doubled, no
+meanwhile a sweep has due leases to reassign. Mid-load, one worker is killed inside a sweep,
+the beat is killed with it and started again on its schedule file (issue 16 §8), and one
+server is killed under the clients. Nothing acknowledged may be lost or doubled, no
 log may gap or break its hash chain, every due item is reassigned exactly once, and the
 survivors carry on.
 
@@ -43,7 +44,7 @@ from tests.scale.topology import (
     SERVER,
     enter_together,
     holding_head_lock,
-    kill_worker,
+    kill_celery,
     lock_waiters,
     run_servers,
     start_beat,
@@ -167,7 +168,8 @@ def test_kill_9_of_a_server_and_a_worker_mid_load_loses_and_doubles_nothing(
     head row of the last of those groups is held locked, so the sweeps commit the groups
     before it and then wait inside their transaction on this one: both workers are certainly
     mid-sweep. Then the load: clients on both servers send signed commands. With a quarter of
-    it acknowledged, worker 0 is killed with SIGKILL and the lock released; with half, server
+    it acknowledged, worker 0 and the beat are killed with SIGKILL, a new beat is started on
+    the same schedule file, and the lock is released; with half, server
     0 is killed the same way, and its clients send the command that failed, the same
     envelope, to the other server.
 
@@ -218,10 +220,17 @@ def test_kill_9_of_a_server_and_a_worker_mid_load_loses_and_doubles_nothing(
         load.wait_for_acks(int(load.total * KILL_WORKER_AT))
         in_flight = sweeps_in_flight(victim)
         reassigned_at_kill = _reassigned(cast.groups)
-        kill_worker(victim)
+        kill_celery(victim)
+        # the beat dies too, and is started again as a supervisor would: the same command
+        # line, so the same schedule file, which the kill may have left half-written
+        killed_beat = beat
+        sends_before_kill = killed_beat.log().count("Sending due task")
+        kill_celery(killed_beat)
+        beat = start_beat(
+            processes, database_name=database_name, channel_prefix=prefix, schedule_file=0
+        )
         release_held_group()
         finished_by_survivor = sweeps_finished(survivor)
-        beat_sends = beat.log().count("Sending due task")
 
         load.wait_for_acks(int(load.total * KILL_SERVER_AT))
         server_killed_at = time.monotonic()  # before: no failure may be stamped earlier
@@ -251,15 +260,18 @@ def test_kill_9_of_a_server_and_a_worker_mid_load_loses_and_doubles_nothing(
             log=processes.log,
             timeout=30,
         )
-        assert beat.log().count("Sending due task") > beat_sends
+        restarted_beat_sends = beat.log().count("Sending due task")
+        assert restarted_beat_sends > 0
         assert processes.ping(worker=1) == "pong"
         assert survivor.running()
         assert beat.running()
         assert not victim.running()
+        assert not killed_beat.running()
         phases.mark("drain")
 
     # the premises: the worker died inside a sweep that had work left, the server under load
     assert in_flight, f"worker 0 had no sweep in flight when killed:\n{processes.log()}"
+    assert sends_before_kill > 0, "the killed beat had not sent a sweep"
     assert reassigned_at_kill < DUE_ITEMS
     for index in moved:
         assert any(f.server == 0 and f.at >= server_killed_at for f in logs[index].failures), (
@@ -300,6 +312,8 @@ def test_kill_9_of_a_server_and_a_worker_mid_load_loses_and_doubles_nothing(
             "servers": SERVERS,
             "workers": WORKERS,
             "beats": 1,
+            "beats_killed_and_restarted": 1,
+            "sends_by_restarted_beat": restarted_beat_sends,
             "clients": CLIENTS,
             "load_groups": LOAD_GROUPS,
             **load_figures,

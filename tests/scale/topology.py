@@ -133,9 +133,17 @@ def run_servers(
 
 
 def start_beat(
-    processes: CeleryProcesses, *, database_name: str, channel_prefix: str
+    processes: CeleryProcesses,
+    *,
+    database_name: str,
+    channel_prefix: str,
+    schedule_file: int | None = None,
 ) -> CeleryProcess:
     """Start one ``celery beat`` for ``processes``' workers, once they are running.
+
+    ``schedule_file``: the index of an earlier beat whose schedule file this one takes over,
+    as a supervisor restarting a killed beat runs the same command line; by default a file
+    of its own.
 
     The workers start without a beat: their readiness check is a ``ping`` on each worker's
     own queue, and a worker that took a sweep first would sit in it, behind a held head lock,
@@ -151,14 +159,16 @@ def start_beat(
         channel_prefix=channel_prefix,
     )
     index = len(processes.beats)
-    command = _beat_command(processes.state_dir / f"beat-{index}.schedule")
+    file_index = index if schedule_file is None else schedule_file
+    command = _beat_command(processes.state_dir / f"beat-{file_index}.schedule")
     beat = _start(f"beat-{index}", command, env, processes.state_dir)
     processes.beats.append(beat)
     return beat
 
 
-def kill_worker(process: CeleryProcess) -> None:
-    """SIGKILL a Celery worker's whole process group (main process and pool child) at once."""
+def kill_celery(process: CeleryProcess) -> None:
+    """SIGKILL a Celery process's whole process group (a worker's main process and pool
+    child, or a beat) at once."""
     with suppress(ProcessLookupError):
         os.killpg(process.popen.pid, signal.SIGKILL)
     with suppress(subprocess.TimeoutExpired):

@@ -1,0 +1,1 @@
+"""Faults injected on purpose (issue 16 §8)."""

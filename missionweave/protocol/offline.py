@@ -71,6 +71,7 @@ GRACE_TOO_LONG = "grace_too_long"
 IN_FUTURE = "in_future"
 BEFORE_LEASE = "before_lease"
 BEFORE_DISCONNECT = "before_disconnect"
+CONTACT_WHILE_DISCONNECTED = "contact_while_disconnected"
 AFTER_GRACE_DEADLINE = "after_grace_deadline"
 #: ``details.reason`` of the STALE_LEASE for a command buffered after its lease closed
 AFTER_LEASE_CLOSURE = "after_lease_closure"
@@ -168,12 +169,14 @@ def _require_bound_to_command(binding: Binding, command: Command) -> None:
 # --- the historical window (R11.5-10) ------------------------------------------------------
 
 
-def _outside(item: WorkItem, binding: Binding, reason: str, message: str) -> ProtocolError:
+def _outside(
+    item: WorkItem, binding: Binding, reason: str, message: str, **more: str
+) -> ProtocolError:
     return ProtocolError(
         ErrorCode.OUTSIDE_GRACE_WINDOW,
         message,
         requirement="R11.5-10",
-        details={"work_item": item.id, "lease_id": binding.lease_id, "reason": reason},
+        details={"work_item": item.id, "lease_id": binding.lease_id, "reason": reason, **more},
     )
 
 
@@ -232,13 +235,34 @@ def historical_lease(item: WorkItem, binding: Binding, actor: str) -> Lease:
     return lease
 
 
+def _require_no_contact_while_disconnected(item: WorkItem, binding: Binding, lease: Lease) -> None:
+    """The worker's claimed times are bounded by what the authority itself saw (issue 16 §7):
+    a renewal of the lease recorded after ``disconnected_at`` and before ``buffered_at`` is the
+    worker talking to the authority while it says it could not — so the disconnection is
+    backdated, and with it the window it claims. Its latest contact before ``buffered_at``
+    (the lease's start or a renewal, on the authority clock) is the earliest an honest
+    disconnection can be. A renewal after ``buffered_at`` is a worker that came back, renewed,
+    and then sent its buffer: allowed."""
+    contacts = [parse_timestamp(at) for at in (lease.started_at, *lease.renewals)]
+    # the lease's start is never after buffered_at here (``before_lease`` was checked)
+    seen = max(at for at in contacts if at <= binding.buffered_at)
+    if binding.disconnected_at < seen:
+        raise _outside(
+            item,
+            binding,
+            CONTACT_WHILE_DISCONNECTED,
+            f"the lease was renewed at {format_timestamp(seen)}, after the claimed disconnection",
+            last_contact=format_timestamp(seen),
+        )
+
+
 def require_window(item: WorkItem, binding: Binding, actor: str, now: datetime) -> Lease:
     """R11.5-10 on the authority clock: same owner and epoch, a known lease, a buffering time
     inside ``[lease start, min(grace deadline, lease closure)]`` after the disconnection.
 
     Order (first failure wins): ownership; the lease and the binding's claims about it; the
-    binding's times against the authority clock and each other; the lease's closure; the
-    grace deadline.
+    binding's times against the authority clock and each other; against the contacts the
+    authority saw (the lease's renewals); the lease's closure; the grace deadline.
     """
     _require_same_owner(item, binding, actor)
     lease = historical_lease(item, binding, actor)
@@ -258,6 +282,7 @@ def require_window(item: WorkItem, binding: Binding, actor: str, now: datetime) 
         )
     if binding.buffered_at < binding.disconnected_at:
         raise _outside(item, binding, BEFORE_DISCONNECT, "buffered before the disconnection")
+    _require_no_contact_while_disconnected(item, binding, lease)
     if lease.closed_at is not None and binding.buffered_at > parse_timestamp(lease.closed_at):
         # R11.5-10 "after lease closure": the lease ended (checkpoint, expiry, revocation,
         # submission) before this was produced, so it is no longer a lease to act under —

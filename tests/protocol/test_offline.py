@@ -25,6 +25,7 @@ from missionweave.protocol.offline import (
     BEFORE_LEASE,
     BINDING_FIELDS,
     BINDING_PATH,
+    CONTACT_WHILE_DISCONNECTED,
     EXTENSION,
     GRACE_TOO_LONG,
     IN_FUTURE,
@@ -372,6 +373,38 @@ def test_buffered_before_the_disconnection_is_outside() -> None:
     story = reconnected()
     bound = binding(story, disconnected_at=NOW + 2 * MINUTE, buffered_at=NOW + MINUTE)
     outside(story, buffered(story, "work.progress", bound), BEFORE_DISCONNECT)
+
+
+def _renewed_at(story: WorkStory, at: Any) -> None:
+    """The owner renews its live lease at ``at`` (authority clock), as an online worker does."""
+    driver_of(story).at = at
+    lease = lease_of(story)
+    story.run(Call("lease.renew", WORKER, {"work_item": story.item, "lease_id": lease["lease_id"]}))
+
+
+def test_a_disconnection_before_a_renewal_the_authority_saw_is_outside() -> None:
+    """Issue 16 §7, R11.5-10: the authority renewed the lease at NOW + 2 min, so the worker
+    was connected then; a binding claiming it was offline from NOW + 1 min (and buffering at
+    NOW + 3 min) backdates its disconnection, and is refused with the contact it contradicts."""
+    story = active_story()
+    _renewed_at(story, NOW + 2 * MINUTE)
+    reconnect(story, NOW + 4 * MINUTE)
+    bound = binding(story, disconnected_at=NOW + MINUTE, buffered_at=NOW + 3 * MINUTE)
+    error = outside(story, buffered(story, "work.progress", bound), CONTACT_WHILE_DISCONNECTED)
+    assert parse_timestamp(error.details["last_contact"]) == NOW + 2 * MINUTE
+
+
+def test_a_disconnection_at_or_after_the_last_renewal_is_inside() -> None:
+    """The bound is the last contact before ``buffered_at``, inclusive; and a renewal after
+    ``buffered_at`` (the worker came back, renewed, then sent its buffer) bounds nothing."""
+    story = active_story()
+    _renewed_at(story, NOW + 2 * MINUTE)
+    _renewed_at(story, NOW + 5 * MINUTE)
+    driver_of(story).at = NOW + 6 * MINUTE
+    at_renewal = binding(story, disconnected_at=NOW + 2 * MINUTE, buffered_at=NOW + 3 * MINUTE)
+    assert story.run(buffered(story, "work.progress", at_renewal)).types[-1] == (
+        "work.progress_reported"
+    )
 
 
 def test_buffered_after_the_grace_deadline_is_outside() -> None:

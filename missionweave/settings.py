@@ -258,6 +258,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "apps.api.schema_hooks.add_artifact_paths",
         "apps.api.schema_hooks.state_parameter_limits",
+        "apps.api.schema_hooks.closed_request_bodies",
     ],
 }
 

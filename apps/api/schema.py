@@ -6,7 +6,7 @@ core do). Keeping them apart keeps the views thin and the schema complete.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, PolymorphicProxySerializer
 from rest_framework import serializers
 
 from missionweave.protocol.errors import ErrorCode
@@ -49,6 +49,21 @@ class SessionSerializer(serializers.Serializer):
     token = serializers.CharField()
     expires_at = serializers.CharField()
     memberships = serializers.DictField(child=MembershipSummarySerializer())
+
+
+class HumanSessionSerializer(serializers.Serializer):
+    """``GET /sessions/current`` with a human's API token (wire.md §4): who, and where."""
+
+    principal = serializers.CharField(help_text="user:<username>")
+    memberships = serializers.DictField(child=MembershipSummarySerializer())
+
+
+#: ``GET /sessions/current`` answers an agent's session or a human's principal (wire.md §4)
+CURRENT_SESSION = PolymorphicProxySerializer(
+    component_name="CurrentSession",
+    serializers=[SessionSerializer, HumanSessionSerializer],
+    resource_type_field_name=None,
+)
 
 
 class EnvelopeSerializer(serializers.Serializer):

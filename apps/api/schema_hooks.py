@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
+from missionweave.protocol.commands import PUBLIC_COMMAND_TYPES
+from missionweave.protocol.identifiers import ROLES
+from missionweave.protocol.offline import EXTENSION as OFFLINE_EXTENSION
+from missionweave.protocol.strictjson import MAX_SAFE_INTEGER
+
 from .answers import MAX_QUERY_INT
 from .converters import DigestConverter, PrincipalConverter, WireIdConverter
 
@@ -76,6 +83,7 @@ def add_artifact_paths(
                 "200": _STORED,
                 "201": _STORED,
                 "401": _error("no or unknown bearer token, before the body is read"),
+                "404": _error("the path's digest is not sha256:<64 lowercase hex>"),
                 "413": _error("TOO_LARGE"),
                 "415": _error("no Content-Type"),
                 "422": _error("ARTIFACT_HASH_MISMATCH: nothing kept"),
@@ -127,4 +135,128 @@ def state_parameter_limits(
                 stated = PARAMETER_SCHEMAS.get((parameter.get("in"), parameter.get("name")))
                 if stated is not None:
                     parameter["schema"] = {**parameter.get("schema", {}), **stated}
+    return result
+
+
+#: wire.md §1/§2/§3 rules on request fields, by name, stated in the document (issue 16 §6):
+#: whatever a client or a fuzzer generates from it passes the shape checks, so what the server
+#: then refuses is refused for what it means (a signature, a membership), not for a form the
+#: document did not state. Stricter than the server where a rule has no exact JSON Schema
+#: form (a day is at most 28 here; the server knows each month's length).
+#: wire.md §2 as ``identifiers.parse_principal`` reads it (the path converter is looser)
+_AGENT_ACTOR = r"^agent:[A-Za-z0-9._:-]{1,128}$"
+_HUMAN_ACTOR = r"^user:[A-Za-z0-9_.@+-]{1,150}$"
+_PRINCIPAL = {
+    "type": "string",
+    "pattern": r"^(agent:[A-Za-z0-9._:-]{1,128}|user:[A-Za-z0-9_.@+-]{1,150})$",
+}
+_TIMESTAMP = {
+    "type": "string",
+    "pattern": r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?Z$",
+    "description": "RFC 3339, UTC, ending in Z (wire.md §1)",
+}
+_EPOCH = {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER}
+REQUEST_FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
+    **dict.fromkeys(("id", "organization", "group", "agent", "work_item"), _WIRE_ID),
+    "principal": _PRINCIPAL,
+    "actor": _PRINCIPAL,
+    "issued_at": _TIMESTAMP,
+    # canonical base64url without padding (``signing.b64url_decode``): the bits past the last
+    # byte are zero, so the final character is one of those that carry none
+    "public_key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"},
+    "signature": {"type": "string", "pattern": "^[A-Za-z0-9_-]{85}[AQgw]$"},
+    "session_epoch": _EPOCH,
+    "membership_epoch": _EPOCH,
+    "through": _EPOCH,
+    "commands": {"maxItems": settings.MWP_MAX_BATCH_COMMANDS},
+    "max_concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE_INTEGER},
+    "roles": {
+        "type": "array",
+        "items": {"type": "string", "enum": list(ROLES)},
+        "minItems": 1,
+        "uniqueItems": True,
+    },
+}
+#: any JSON value the strict parser takes (wire.md §1): integers exactly representable
+JSON_VALUE = "JsonValue"
+_JSON_VALUE_REF = {"$ref": f"#/components/schemas/{JSON_VALUE}"}
+_JSON_VALUE_SCHEMA = {
+    "nullable": True,
+    "anyOf": [
+        {"type": "string"},
+        {"type": "boolean"},
+        {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER},
+        {"type": "number", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER},
+        {"type": "array", "items": _JSON_VALUE_REF},
+        {"type": "object", "additionalProperties": _JSON_VALUE_REF},
+    ],
+}
+
+
+_AGENT_ONLY = ("session_epoch", "signature")
+
+
+def _envelope_fields(envelope: dict[str, Any]) -> None:
+    """The envelope's ``type`` is one the API takes, ``extensions`` names only supported ones
+    (else ``UNKNOWN_COMMAND`` / ``UNSUPPORTED_EXTENSION``, wire.md §3 step 2), and ``body``
+    holds JSON the strict parser takes; its fields are judged per type (wire.md §9). Then the
+    two kinds (wire.md §3): an agent's command carries ``session_epoch`` and ``signature``, a
+    human's neither — ``oneOf`` the two, each closed."""
+    properties = envelope["properties"]
+    properties["type"] = {"type": "string", "enum": sorted(PUBLIC_COMMAND_TYPES)}
+    properties["body"] = {"type": "object", "additionalProperties": _JSON_VALUE_REF}
+    properties["extensions"] = {
+        "type": "object",
+        "properties": {
+            OFFLINE_EXTENSION: {"type": "object", "additionalProperties": _JSON_VALUE_REF}
+        },
+        "additionalProperties": False,
+    }
+    common = {name: value for name, value in properties.items() if name not in _AGENT_ONLY}
+    required = [name for name in envelope["required"] if name not in _AGENT_ONLY]
+    agent = {
+        "type": "object",
+        "title": "an agent's command (signed)",
+        "properties": {**properties, "actor": {"type": "string", "pattern": _AGENT_ACTOR}},
+        "required": sorted([*required, *_AGENT_ONLY]),
+        "additionalProperties": False,
+    }
+    human = {
+        "type": "object",
+        "title": "a human's command (its API token authenticates it)",
+        "properties": {**common, "actor": {"type": "string", "pattern": _HUMAN_ACTOR}},
+        "required": required,
+        "additionalProperties": False,
+    }
+    envelope.clear()
+    envelope["oneOf"] = [agent, human]
+
+
+def closed_request_bodies(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """State every request body as the server parses it (issue 16 §6).
+
+    Every body the server parses refuses a field it does not know with 400 ``MALFORMED``
+    "unknown field" (``check_fields``, the envelope parser, the batch and archive checks), so
+    each request component (``COMPONENT_SPLIT_REQUEST`` names them ``*Request``) says
+    ``additionalProperties: false`` — ``tests/api/test_openapi_truth.py`` sends each one an
+    unknown field — and its fields carry the rules of ``REQUEST_FIELD_SCHEMAS``. The
+    envelope's ``body`` is left open: its fields depend on the command type (wire.md §9).
+    """
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas[JSON_VALUE] = _JSON_VALUE_SCHEMA
+    for name, component in schemas.items():
+        if not name.endswith("Request") or component.get("type") != "object":
+            continue
+        component["additionalProperties"] = False
+        for field, stated in REQUEST_FIELD_SCHEMAS.items():
+            if field in component.get("properties", {}):
+                component["properties"][field] = {
+                    **component["properties"][field],
+                    **stated,
+                }
+        if name == "EnvelopeRequest":
+            _envelope_fields(component)
     return result

@@ -53,7 +53,7 @@ class SessionCreateApi(APIView):
 
 class SessionCurrentApi(APIView):
     @extend_schema(
-        responses={200: schema.SessionSerializer, **schema.errors(401)},
+        responses={200: schema.CURRENT_SESSION, **schema.errors(401)},
         summary="The caller's current session (agent) or principal and memberships (human)",
     )
     def get(self, request: Request) -> Response:

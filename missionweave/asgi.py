@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP (API, dashboard) and the websocket stream ``/ws/v1/stream``.
 
+First, a request with too many or too large headers is refused (``apps.api.header_limit``).
 ``/api/v1/artifacts/`` is answered ahead of Django by ``apps.artifacts.asgi``, which reads an
 upload's body as it arrives; the command endpoints ``POST /api/v1/groups/{group}/commands``
 and ``commands:batch`` by ``apps.api.edge``, below Django's request handling; every other
@@ -23,17 +24,20 @@ from django.urls import path  # noqa: E402
 
 from apps.api.body_guard import BodyGuard  # noqa: E402
 from apps.api.edge import CommandEdge  # noqa: E402
+from apps.api.header_limit import HeaderLimit  # noqa: E402
 from apps.artifacts.asgi import mount_artifacts  # noqa: E402
 from apps.stream.auth import StreamAuthMiddleware  # noqa: E402
 from apps.stream.consumers import StreamConsumer  # noqa: E402
 
-application = mount_artifacts(
-    ProtocolTypeRouter(
-        {
-            "http": CommandEdge(BodyGuard(django_asgi_app)),
-            "websocket": StreamAuthMiddleware(
-                URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
-            ),
-        }
+application = HeaderLimit(
+    mount_artifacts(
+        ProtocolTypeRouter(
+            {
+                "http": CommandEdge(BodyGuard(django_asgi_app)),
+                "websocket": StreamAuthMiddleware(
+                    URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
+                ),
+            }
+        )
     )
 )

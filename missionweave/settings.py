@@ -270,6 +270,9 @@ MWP_AUTHORITY_KEY_FILE = VAR_DIR / "authority.key"
 MWP_CLOCK_SKEW_S = 300
 MWP_SESSION_TTL_S = int(os.environ.get("MWP_SESSION_TTL_S", str(24 * 3600)))
 MWP_MAX_COMMAND_BYTES = 1024 * 1024
+#: wire.md §1: at most this many header fields, and bytes of them, per request (issue 16 §3)
+MWP_MAX_HEADER_FIELDS = 100
+MWP_MAX_HEADER_BYTES = 32 * 1024
 MWP_MAX_BATCH_BYTES = 8 * 1024 * 1024
 MWP_MAX_BATCH_COMMANDS = 500
 # How often a stream consumer reads the head when no broadcast arrives (broadcasts are hints).

@@ -1,0 +1,66 @@
+"""Requests with too many or too large headers, refused before anything reads them (issue 16
+§3; wire.md §1 limits).
+
+uvicorn's httptools parser takes any number of header fields of any size (checked: 10,000
+fields, and one field of 200 KB, reached the application), and Django would go on to copy
+each into ``request.META``. This is the outermost application: a request whose headers pass
+``MWP_MAX_HEADER_FIELDS`` (100) or ``MWP_MAX_HEADER_BYTES`` (32 KiB, names and values) is
+answered at once — 400 ``MALFORMED`` in the wire.md §8 shape under ``/api/``, the styled
+"Bad request" page elsewhere — and the connection closed, its body unread; a websocket
+handshake so burdened is refused. The bytes already received are the server's to bound: a
+deployment puts a proxy in front (docs/deploy.md) whose header limits are tighter still.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.template import loader
+
+from apps.artifacts.http import Receive, Responder, Scope, Send
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+
+API_PREFIX = "/api/"
+
+
+def too_many_headers(scope: Scope) -> str | None:
+    """Why ``scope``'s headers are refused, or ``None`` when they are within the limits."""
+    headers = scope.get("headers") or ()
+    if len(headers) > settings.MWP_MAX_HEADER_FIELDS:
+        return f"more than {settings.MWP_MAX_HEADER_FIELDS} header fields"
+    if sum(len(name) + len(value) for name, value in headers) > settings.MWP_MAX_HEADER_BYTES:
+        return f"more than {settings.MWP_MAX_HEADER_BYTES} bytes of headers"
+    return None
+
+
+class HeaderLimit:
+    """Refuses over-burdened requests; passes everything else to ``inner`` untouched."""
+
+    def __init__(self, inner: Callable[..., Any]) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        reason = too_many_headers(scope) if scope["type"] in {"http", "websocket"} else None
+        if reason is None:
+            await self.inner(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": reason})
+        elif scope["path"].startswith(API_PREFIX):
+            error = ProtocolError(ErrorCode.MALFORMED, reason, requirement="wire§1")
+            await Responder(send, head=scope["method"] == "HEAD").error(error, close=True)
+        else:
+            page = loader.get_template("400.html").render({"reason": reason}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [
+                        (b"content-type", b"text/html; charset=utf-8"),
+                        (b"content-length", str(len(page)).encode()),
+                        (b"connection", b"close"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": page})

@@ -1,13 +1,18 @@
-"""A real ASGI server process for tests: daphne, on a free port, against the test database.
+"""A real ASGI server process for tests: daphne by default, on a free port, against the test
+database.
 
 pytest-django's ``live_server`` runs WSGI in a thread, so it has no websockets
-(TOOLCHAIN.md gotcha 2). This starts ``daphne`` as a separate process, pointed at the
+(TOOLCHAIN.md gotcha 2). This starts the server as a separate process, pointed at the
 pytest-django test database (``MWP_TEST_DB_NAME``), with its own channel-layer prefix, and
 waits until it answers ``GET /api/v1/authority``.
 
-``server="uvicorn"`` (the ``uvicorn_server`` fixture) starts uvicorn instead: daphne reads a
-whole request body before the application runs, uvicorn hands it over as it arrives, which
-the artifact uploads need (``apps/artifacts/asgi.py``).
+``server="uvicorn"`` (the ``uvicorn_server`` fixture) starts the production server instead:
+uvicorn with the production command line's protocol choices
+(``missionweave/production_server.py``) plus its access log, so a test can read what was
+answered. daphne reads a whole request body before the application runs, so the edges that
+judge a request from its headers (``apps/api/body_guard.py``, ``apps/artifacts/asgi.py``) are
+proven under uvicorn. ``MWP_TEST_SERVER=uvicorn`` makes every default server uvicorn: not yet
+the default, since two stream-client tests fail there intermittently (docs/deploy.md).
 
 Tests that use it must commit what the server should see: request ``transactional_db``,
 not ``db`` (the ``live_server`` pattern). Under xdist every worker gets its own server,
@@ -43,12 +48,15 @@ from django.db import connection, connections
 from django.test import override_settings
 
 from apps.ledger.authority import signing_key
+from missionweave.production_server import APPLICATION, UVICORN_PROTOCOL_FLAGS
 from missionweave.protocol.signing import b64url_encode, private_key_seed
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DAPHNE = BASE_DIR / ".venv" / "bin" / "daphne"
 UVICORN = BASE_DIR / ".venv" / "bin" / "uvicorn"
-DEFAULT_APP = "missionweave.asgi:application"
+DEFAULT_APP = APPLICATION
+#: the server every live server of a run is, unless a test names one
+DEFAULT_SERVER = os.environ.get("MWP_TEST_SERVER") or "daphne"
 STARTUP_TIMEOUT_S = 30.0
 
 
@@ -126,8 +134,8 @@ def _server_command(server: str, fd: int, app: str) -> list[str]:
     if server == "daphne":
         return [str(DAPHNE), "--fd", str(fd), "-v", "1", app]
     if server == "uvicorn":
-        # No lifespan: the application is Channels' router, which has none to run.
-        return [str(UVICORN), "--fd", str(fd), "--lifespan", "off", "--log-level", "info", app]
+        flags = [flag for flag in UVICORN_PROTOCOL_FLAGS if flag != "--no-access-log"]
+        return [str(UVICORN), "--fd", str(fd), *flags, "--log-level", "info", app]
     raise ValueError(f"unknown server {server!r}")
 
 
@@ -139,7 +147,7 @@ def run_live_server(
     app: str = DEFAULT_APP,
     port: int = 0,
     extra_env: dict[str, str] | None = None,
-    server: str = "daphne",
+    server: str = DEFAULT_SERVER,
     wrapper: Sequence[str] = (),
 ) -> Iterator[LiveServer]:
     """Run ``server`` (``daphne`` or ``uvicorn``) serving ``app`` against ``database_name``
@@ -252,7 +260,7 @@ def _test_process_channel_prefix(prefix: str) -> Iterator[None]:
 def session_server(
     worker_id: str,
     *,
-    server: str = "daphne",
+    server: str = DEFAULT_SERVER,
     extra_env: dict[str, str] | None = None,
     wrapper: Sequence[str] = (),
 ) -> Iterator[LiveServer]:
@@ -274,7 +282,8 @@ def session_server(
 
 @pytest.fixture(scope="session")
 def live_asgi_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
-    """A real daphne for this test session (one per xdist worker)."""
+    """A real server for this test session (one per xdist worker): daphne unless
+    ``MWP_TEST_SERVER`` says otherwise."""
     with session_server(worker_id) as server:
         yield server
 

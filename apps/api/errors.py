@@ -60,13 +60,11 @@ def database_unavailable(path: str) -> JsonResponse:
     return JsonResponse(unavailable("database").as_body(), status=503, headers=UNAVAILABLE_HEADERS)
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse | None:
     """DRF's hook: known errors become wire.md §8 documents; the database away is 503;
     anything else is a bug (500)."""
     if isinstance(exc, DATABASE_OUTAGES):
-        logger.warning("database unavailable in %s", context.get("view"), exc_info=True)
-        body = unavailable("database").as_body()
-        return Response(body, status=503, headers=UNAVAILABLE_HEADERS)
+        return database_unavailable(context["request"].path)
     error = as_protocol_error(exc)
     if error is None:
         logger.exception("unhandled error in %s", context.get("view"))

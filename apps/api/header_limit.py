@@ -22,7 +22,7 @@ from django.template import loader
 from apps.artifacts.http import Receive, Responder, Scope, Send
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
-API_PREFIX = "/api/"
+from .middleware import API_PREFIX
 
 
 def too_many_headers(scope: Scope) -> str | None:
@@ -52,15 +52,7 @@ class HeaderLimit:
             await Responder(send, head=scope["method"] == "HEAD").error(error, close=True)
         else:
             page = loader.get_template("400.html").render({"reason": reason}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 400,
-                    "headers": [
-                        (b"content-type", b"text/html; charset=utf-8"),
-                        (b"content-length", str(len(page)).encode()),
-                        (b"connection", b"close"),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": page})
+            responder = Responder(send, head=scope["method"] == "HEAD")
+            html = [("content-type", "text/html; charset=utf-8"), ("connection", "close")]
+            await responder.start(400, [*html, ("content-length", str(len(page)))])
+            await responder.body(page)

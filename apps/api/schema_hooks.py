@@ -138,18 +138,13 @@ def state_parameter_limits(
     return result
 
 
-#: wire.md §1/§2/§3 rules on request fields, by name, stated in the document (issue 16 §6):
-#: whatever a client or a fuzzer generates from it passes the shape checks, so what the server
-#: then refuses is refused for what it means (a signature, a membership), not for a form the
-#: document did not state. Stricter than the server where a rule has no exact JSON Schema
-#: form (a day is at most 28 here; the server knows each month's length).
-#: wire.md §2 as ``identifiers.parse_principal`` reads it (the path converter is looser)
-_AGENT_ACTOR = r"^agent:[A-Za-z0-9._:-]{1,128}$"
-_HUMAN_ACTOR = r"^user:[A-Za-z0-9_.@+-]{1,150}$"
-_PRINCIPAL = {
-    "type": "string",
-    "pattern": r"^(agent:[A-Za-z0-9._:-]{1,128}|user:[A-Za-z0-9_.@+-]{1,150})$",
-}
+#: wire.md §2 as ``identifiers.parse_principal`` reads it (the path converter is looser): an
+#: agent's id is a wire id, a user's name ``identifiers.USERNAME_PATTERN`` (``\w`` spelled out)
+_AGENT = f"agent:{WireIdConverter.regex}"
+_USER = r"user:[A-Za-z0-9_.@+-]{1,150}"
+_AGENT_ACTOR = f"^{_AGENT}$"
+_HUMAN_ACTOR = f"^{_USER}$"
+_PRINCIPAL = {"type": "string", "pattern": f"^({_AGENT}|{_USER})$"}
 _TIMESTAMP = {
     "type": "string",
     "pattern": r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
@@ -157,6 +152,11 @@ _TIMESTAMP = {
     "description": "RFC 3339, UTC, ending in Z (wire.md §1)",
 }
 _EPOCH = {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER}
+#: wire.md §1/§2/§3 rules on request fields, by name, stated in the document (issue 16 §6):
+#: whatever a client or a fuzzer generates from it passes the shape checks, so what the server
+#: then refuses is refused for what it means (a signature, a membership), not for a form the
+#: document did not state. Stricter than the server where a rule has no exact JSON Schema
+#: form (a day is at most 28 here; the server knows each month's length).
 REQUEST_FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     **dict.fromkeys(("id", "organization", "group", "agent", "work_item"), _WIRE_ID),
     "principal": _PRINCIPAL,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -28,7 +27,6 @@ from tests.faults.private_postgres import (
     DATABASE,
     PrivatePostgres,
     copy_test_database,
-    private_postgres,
 )
 from tests.faults.reporting import report
 from tests.live_server import LiveServer, run_live_server
@@ -43,12 +41,6 @@ PER_CLIENT = proofs.size(sample=60, full=250)
 OUTAGE_S = proofs.size(sample=6, full=10)
 #: the share of the load acknowledged when PostgreSQL is stopped
 STOP_AT = 0.3
-
-
-@pytest.fixture
-def cluster(transactional_db: None) -> Iterator[PrivatePostgres]:
-    with private_postgres() as running:
-        yield running
 
 
 def _probe(server: LiveServer, token: str, group: str) -> dict[str, httpx.Response]:

@@ -19,20 +19,18 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import httpx
 import pytest
-from django.db import connection
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from apps.ledger.models import GroupLog
 from tests import proofs
-from tests.faults.private_redis import PrivateRedis, private_redis
+from tests.faults.private_redis import PrivateRedis
 from tests.faults.reporting import report
-from tests.live_server import run_live_server
+from tests.live_server import session_server
 from tests.scale.failover_load import FailoverLoad
 from tests.scale.writers import load_clients, load_writers
 
@@ -44,12 +42,6 @@ SUBSCRIBERS = proofs.size(sample=3, full=8)
 PER_CLIENT = proofs.size(sample=160, full=600)
 OUTAGE_S = proofs.size(sample=5, full=10)
 STOP_AT = 0.2
-
-
-@pytest.fixture
-def redis_server(transactional_db: None) -> Iterator[PrivateRedis]:
-    with private_redis() as running:
-        yield running
 
 
 @dataclass
@@ -113,12 +105,7 @@ def test_redis_stopped_mid_stream_loses_nothing_and_writes_go_on(
     clients = load_clients(writers[:CLIENTS], groups, per_client=PER_CLIENT)
     environment = {"REDIS_URL": redis_server.url, "CELERY_BROKER_URL": redis_server.url}
 
-    with run_live_server(
-        database_name=_database_name(),
-        channel_prefix=f"mwp-faults-{worker_id}-{uuid.uuid4().hex[:8]}",
-        extra_env=environment,
-        server="uvicorn",
-    ) as server:
+    with session_server(worker_id, server="uvicorn", extra_env=environment) as server:
         subscribers = [
             Subscriber(server.ws_url, writer.token or "", groups)
             for writer in writers[:SUBSCRIBERS]
@@ -192,10 +179,6 @@ def test_redis_stopped_mid_stream_loses_nothing_and_writes_go_on(
             "all_delivered_after_last_ack_s": round(delivered_after_last_ack_s, 2),
         },
     )
-
-
-def _database_name() -> str:
-    return connection.settings_dict["NAME"]
 
 
 def _received(subscribers: list[Subscriber]) -> int:

@@ -15,6 +15,9 @@ from rest_framework.test import APIClient
 
 from tests.factories import World, build_world
 
+# visible everywhere, so that ``uvicorn_server`` can be the session's default server
+from tests.live_server import live_asgi_server  # noqa: F401
+
 # CI explores the same examples on every run, so a red build is reproducible and a green one
 # is not luck; developers' runs keep exploring new examples (and keep the ones that failed).
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -31,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     ``var/artifacts``.
 
     A command may name only stored bytes (wire.md §9), so a test that uploads in this process
-    and then drives a daphne (``tests/live_server.py``) or a Celery worker
+    and then drives a server (``tests/live_server.py``) or a Celery worker
     (``tests/celery_processes.py``) needs them to read the same folder. Those processes take
     ``os.environ`` as it is when they start, and xdist workers inherit it from the controller,
     whose ``pytest_configure`` runs before any of them exists: so the folder is chosen here,

@@ -1,18 +1,16 @@
-"""A real ASGI server process for tests: daphne by default, on a free port, against the test
-database.
+"""A real ASGI server process for tests: the production server (uvicorn) by default, on a
+free port, against the test database.
 
 pytest-django's ``live_server`` runs WSGI in a thread, so it has no websockets
 (TOOLCHAIN.md gotcha 2). This starts the server as a separate process, pointed at the
 pytest-django test database (``MWP_TEST_DB_NAME``), with its own channel-layer prefix, and
 waits until it answers ``GET /api/v1/authority``.
 
-``server="uvicorn"`` (the ``uvicorn_server`` fixture) starts the production server instead:
-uvicorn with the production command line's protocol choices
+The server is uvicorn with the production command line's protocol choices
 (``missionweave/production_server.py``) plus its access log, so a test can read what was
-answered. daphne reads a whole request body before the application runs, so the edges that
-judge a request from its headers (``apps/api/body_guard.py``, ``apps/artifacts/asgi.py``) are
-proven under uvicorn. ``MWP_TEST_SERVER=uvicorn`` makes every default server uvicorn: not yet
-the default, since two stream-client tests fail there intermittently (docs/deploy.md).
+answered; ``server="daphne"`` (or ``MWP_TEST_SERVER=daphne`` for every default server) starts
+daphne, which reads a whole request body before the application runs, as a check that the
+product still works there.
 
 Tests that use it must commit what the server should see: request ``transactional_db``,
 not ``db`` (the ``live_server`` pattern). Under xdist every worker gets its own server,
@@ -56,7 +54,7 @@ DAPHNE = BASE_DIR / ".venv" / "bin" / "daphne"
 UVICORN = BASE_DIR / ".venv" / "bin" / "uvicorn"
 DEFAULT_APP = APPLICATION
 #: the server every live server of a run is, unless a test names one
-DEFAULT_SERVER = os.environ.get("MWP_TEST_SERVER") or "daphne"
+DEFAULT_SERVER = os.environ.get("MWP_TEST_SERVER") or "uvicorn"
 STARTUP_TIMEOUT_S = 30.0
 
 
@@ -282,15 +280,21 @@ def session_server(
 
 @pytest.fixture(scope="session")
 def live_asgi_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
-    """A real server for this test session (one per xdist worker): daphne unless
+    """A real server for this test session (one per xdist worker): uvicorn unless
     ``MWP_TEST_SERVER`` says otherwise."""
     with session_server(worker_id) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def uvicorn_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
+def uvicorn_server(
+    request: pytest.FixtureRequest, django_db_setup: None, worker_id: str
+) -> Iterator[LiveServer]:
     """A real uvicorn for this test session (one per xdist worker): request bodies reach the
-    application as they arrive, as the artifact uploads need."""
+    application as they arrive, as the artifact uploads need. The session's
+    ``live_asgi_server`` when that is uvicorn already."""
+    if DEFAULT_SERVER == "uvicorn":
+        yield request.getfixturevalue("live_asgi_server")
+        return
     with session_server(worker_id, server="uvicorn") as server:
         yield server

@@ -13,11 +13,15 @@ deployment puts a proxy in front (docs/deploy.md) whose header limits are tighte
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.staticfiles import finders
 from django.template import loader
+from django.utils.safestring import SafeString, mark_safe
 
 from apps.artifacts.http import Receive, Responder, Scope, Send
 from missionweave.protocol.errors import ErrorCode, ProtocolError
@@ -33,6 +37,14 @@ def too_many_headers(scope: Scope) -> str | None:
     if sum(len(name) + len(value) for name, value in headers) > settings.MWP_MAX_HEADER_BYTES:
         return f"more than {settings.MWP_MAX_HEADER_BYTES} bytes of headers"
     return None
+
+
+@functools.cache
+def _inline_styles() -> SafeString:
+    """The dashboard's stylesheets, for the page that refuses a browser's headers: the
+    browser would send the same headers for the stylesheets, and be refused again."""
+    found = (finders.find(f"dashboard/{name}") for name in ("dashboard.css", "inbox.css"))
+    return mark_safe("\n".join(Path(path).read_text() for path in found if path))  # noqa: S308
 
 
 class HeaderLimit:
@@ -51,7 +63,8 @@ class HeaderLimit:
             error = ProtocolError(ErrorCode.MALFORMED, reason, requirement="wire§1")
             await Responder(send, head=scope["method"] == "HEAD").error(error, close=True)
         else:
-            page = loader.get_template("400.html").render({"reason": reason}).encode()
+            context = {"reason": reason, "inline_styles": _inline_styles()}
+            page = loader.get_template("400.html").render(context).encode()
             responder = Responder(send, head=scope["method"] == "HEAD")
             html = [("content-type", "text/html; charset=utf-8"), ("connection", "close")]
             await responder.start(400, [*html, ("content-length", str(len(page)))])

@@ -111,6 +111,14 @@ def committed_head(group_id: str) -> int | None:
     )
 
 
+def committed_position(group_id: str) -> tuple[int, str] | None:
+    """The group's committed head sequence and its hash, without a lock (``None``: no such
+    group)."""
+    return (
+        GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", "head_hash").first()
+    )
+
+
 def seal(
     head: Head, new_events: list[NewEvent], *, command_id: str, actor: str
 ) -> tuple[list[Fact], list[tuple[Any, ...]]]:

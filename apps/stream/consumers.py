@@ -39,9 +39,11 @@ BATCH_BYTES = 256 * 1024
 
 
 @database_sync_to_async
-def _check_subscription(group_id: str, principal: str) -> int:
-    """The group's head if ``principal`` may read it; ``ProtocolError`` otherwise."""
-    return selectors.access_group(group_id, principal).head_sequence
+def _check_subscription(group_id: str, principal: str) -> tuple[int, str]:
+    """The group's head and its hash if ``principal`` may read it; ``ProtocolError``
+    otherwise."""
+    log = selectors.access_group(group_id, principal)
+    return log.head_sequence, log.head_hash
 
 
 @database_sync_to_async
@@ -69,6 +71,9 @@ class StreamConsumer(AsyncWebsocketConsumer):
     happen in one step of the event loop).
     """
 
+    #: the client has gone: a send failed (see ``send``); nothing more is sent
+    gone = False
+
     async def connect(self) -> None:
         self.caller: Caller | None = self.scope.get("mwp_caller")
         if self.caller is None:
@@ -95,6 +100,26 @@ class StreamConsumer(AsyncWebsocketConsumer):
             tails.detach(group_id, id(self))
         for group_id in list(getattr(self, "cursors", {})):
             await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        """Send a frame, or drop it if the client has gone.
+
+        An ASGI 2.4 server (uvicorn) raises an ``OSError`` from ``send()`` once the peer has
+        closed. Raised out of a frame's handler, it would end the consumer there: the frames
+        the client sent before it closed — its last ``ACK`` — would never be handled, nor
+        would ``disconnect``, which stops this socket's poller and lets go of its tails and
+        channel-layer groups. Dropped here, the ``websocket.disconnect`` the server queued
+        behind those frames ends the consumer in order
+        (tests/stream/test_closing_sockets.py).
+        """
+        if self.gone:
+            return
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except OSError:
+            self.gone = True
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         frame: object = None  # an ERROR names the frame's group when the frame got that far
@@ -140,12 +165,15 @@ class StreamConsumer(AsyncWebsocketConsumer):
         if group_id not in self.tails:  # attached before the check: see tails.attach
             self.tails[group_id] = await tails.attach(group_id, id(self), self._wake)
         try:
-            checked_at = await _check_subscription(group_id, self.caller.principal)
+            checked_at, head_hash = await _check_subscription(group_id, self.caller.principal)
         except ProtocolError:
             if group_id not in self.cursors:
                 self.tails.pop(group_id)
                 tails.detach(group_id, id(self))
             raise
+        tail = self.tails[group_id]
+        if not tail.agrees(checked_at, head_hash):  # see tails: another log, same group id
+            tail.restart(checked_at, head_hash)
         running = self.pumps.pop(group_id, None)
         if running is not None:  # a new SUBSCRIBE of the same group restarts from its position
             running.cancel()
@@ -192,10 +220,6 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 await self._pump(group_id)
         except asyncio.CancelledError:
             raise
-        except OSError:
-            # ASGI 2.4: send() once the client has gone raises an OSError subclass (uvicorn's
-            # ClientDisconnected); the websocket.disconnect that follows ends this consumer
-            self.dirty.discard(group_id)
         except Exception:  # the socket stays up; the next wake (hint or poll) reads again
             logger.exception("stream pump of %s failed", group_id)
 
@@ -211,12 +235,12 @@ class StreamConsumer(AsyncWebsocketConsumer):
         """
         assert self.caller is not None
         principal = self.caller.principal
-        while group_id in self.cursors:
+        while group_id in self.cursors and not self.gone:
             tail, cursor = self.tails[group_id], self.cursors[group_id]
             if tail.revoked_since(principal, self.member_at[group_id]):
                 await self._end(group_id)
                 return
-            live = tail.covers(cursor)
+            live = tail.covers(cursor, self.member_at[group_id])
             if live:
                 documents = tail.after(cursor)
             else:

@@ -21,6 +21,16 @@ What a tail guarantees, so that the consumers keep theirs:
 
 A consumer whose cursor is below the cache (a replay from an old position, or a socket that
 fell far behind) reads the log itself, page by page, until it reaches the cache.
+
+A tail never serves a log that is not the database's. The log only grows, but the database
+under a running server can be replaced — restored from a backup to an earlier point, or, in
+the tests, emptied and filled again under the same group ids — and a cache kept across that
+would send events that are no longer in the log, which a follower then ACKs beyond the head.
+So the tail keeps the hash of every sequence it holds and starts again at the database's
+head when the two disagree: when a SUBSCRIBE's check reads a head whose hash differs from the
+cached one (``agrees``), when the committed head is below the cached head, or when an event
+read does not chain to the cached head; and a socket is served from the cache only once the
+tail has read as far as the head its subscription was checked at (``covers``).
 """
 
 from __future__ import annotations
@@ -49,8 +59,8 @@ Wake = Callable[[str], None]
 
 
 @database_sync_to_async
-def _committed_head(group_id: str) -> int:
-    return heads.committed_head(group_id) or 0
+def _committed_position(group_id: str) -> tuple[int, str | None]:
+    return heads.committed_position(group_id) or (0, None)
 
 
 @database_sync_to_async
@@ -68,22 +78,21 @@ def _read_after(group_id: str, after: int) -> tuple[int, list[str] | None]:
 class GroupTail:
     """The recent events of one group in one process (see the module docstring)."""
 
-    def __init__(self, group_id: str, head: int) -> None:
+    def __init__(self, group_id: str, head: int, head_hash: str | None) -> None:
         self.group_id = group_id
-        self.base = head  # the cache holds base+1 .. head
-        self.head = head
-        self.documents: dict[int, str] = {}
-        self.revocations: dict[str, int] = {}  # principal -> last revocation read
         self.consumers: dict[int, Wake] = {}
+        self.restart(head, head_hash)
         self._dirty = False
         self._reader: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
 
     # -- what consumers read -------------------------------------------------------------
 
-    def covers(self, cursor: int) -> bool:
-        """Whether every event after ``cursor`` that this process may send is in the cache."""
-        return cursor >= self.base
+    def covers(self, cursor: int, checked_at: int) -> bool:
+        """Whether every event after ``cursor`` that this process may send is in the cache,
+        and the cache reaches ``checked_at``, the head a subscription's check read: below it,
+        the tail has not yet read — and chained to its cache — what that check saw."""
+        return cursor >= self.base and self.head >= checked_at
 
     def after(self, cursor: int) -> list[str]:
         """The cached events after ``cursor``, in order (empty when it is at the head)."""
@@ -92,6 +101,21 @@ class GroupTail:
     def revoked_since(self, principal: str, checked_at: int) -> bool:
         """Whether a revocation of ``principal`` after sequence ``checked_at`` was read."""
         return self.revocations.get(principal, 0) > checked_at
+
+    # -- the log it mirrors --------------------------------------------------------------
+
+    def agrees(self, sequence: int, hash_: str) -> bool:
+        """Whether the database's event ``sequence`` with ``hash_`` may be the cached one: it
+        is, or the cache does not hold that sequence (see the module docstring)."""
+        cached = self.hashes.get(sequence)
+        return cached is None or cached == hash_
+
+    def restart(self, head: int, head_hash: str | None) -> None:
+        """Forget the cache and hold the log from ``head`` on (its hash, if known)."""
+        self.base = self.head = head  # the cache holds base+1 .. head
+        self.documents: dict[int, str] = {}
+        self.hashes: dict[int, str] = {} if head_hash is None else {head: head_hash}
+        self.revocations: dict[str, int] = {}  # principal -> last revocation read
 
     # -- waking --------------------------------------------------------------------------
 
@@ -121,8 +145,11 @@ class GroupTail:
         while True:
             head, documents = await _read_after(self.group_id, self.head)
             if documents is None:  # the log under the cache was archived: start at the head
-                self.base = self.head = head
-                self.documents.clear()
+                self.restart(head, None)
+                return True
+            if head < self.head:  # the database went back: the cache is not its log
+                logger.warning("the log of %s is at %d, below its tail", self.group_id, head)
+                self.restart(head, None)
                 return True
             if not documents:
                 return moved
@@ -135,13 +162,18 @@ class GroupTail:
         sequence = event["sequence"]
         if sequence != self.head + 1:  # never: a page is the next contiguous run
             raise RuntimeError(f"tail of {self.group_id} at {self.head} read {sequence}")
+        if not self.agrees(self.head, event["prev_hash"]):  # another log under the same id
+            logger.warning("the log of %s no longer chains to its tail", self.group_id)
+            self.restart(self.head, event["prev_hash"])
         if event["type"] == "membership.revoked":
             self.revocations[event["payload"]["principal"]] = sequence
         self.documents[sequence] = document
+        self.hashes[sequence] = event["hash"]
         self.head = sequence
         while len(self.documents) > CACHED_EVENTS:
             self.base += 1
             del self.documents[self.base]
+            self.hashes.pop(self.base - 1, None)
 
     async def _poll(self) -> None:
         interval = settings.MWP_STREAM_POLL_S
@@ -182,8 +214,8 @@ async def attach(group_id: str, key: int, wake: Wake) -> GroupTail:
     tails = _tails.setdefault(asyncio.get_running_loop(), {})
     tail = tails.get(group_id)
     if tail is None:
-        head = await _committed_head(group_id)
-        tail = tails.setdefault(group_id, GroupTail(group_id, head))
+        head, head_hash = await _committed_position(group_id)
+        tail = tails.setdefault(group_id, GroupTail(group_id, head, head_hash))
     tail.add(key, wake)
     return tail
 

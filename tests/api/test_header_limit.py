@@ -61,6 +61,7 @@ def test_at_the_limits_the_request_is_served(uvicorn_server: LiveServer, world: 
 def test_over_the_limits_in_the_dashboard_is_the_styled_page(
     uvicorn_server: LiveServer, world: World
 ) -> None:
+    """issue 16 §3: the dashboard's "Bad request" page, its styles in the page itself."""
     fields = _fields(settings.MWP_MAX_HEADER_FIELDS + 1)
     with connect(uvicorn_server) as sock:
         sock.sendall(request_head("/", fields, method="GET"))
@@ -70,6 +71,10 @@ def test_over_the_limits_in_the_dashboard_is_the_styled_page(
     page = body.decode()
     assert "Bad request" in page
     assert f"more than {settings.MWP_MAX_HEADER_FIELDS} header fields" in page
+    # styled inline: the browser would send its stylesheet requests with the same headers
+    assert "<style>" in page
+    assert ".topbar" in page
+    assert 'rel="stylesheet"' not in page
 
 
 def test_an_over_burdened_websocket_handshake_is_refused(

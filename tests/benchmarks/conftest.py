@@ -1,4 +1,4 @@
-"""The stream benchmark's smoke test runs against a real daphne (tests/live_server.py)."""
+"""The stream benchmark's smoke test runs against a real server (tests/live_server.py)."""
 
 from tests.live_server import LiveServer, live_asgi_server
 

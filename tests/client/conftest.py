@@ -1,4 +1,4 @@
-"""The agent client is tested against a real daphne serving the real API (tests/live_server.py)
+"""The agent client is tested against a real server serving the real API (tests/live_server.py)
 and, for artifacts, a real uvicorn — which hands request bodies to the application as they
 arrive, as streamed uploads need — keeping its objects in a folder of its own, so a test can
 damage a stored object behind the server's back."""

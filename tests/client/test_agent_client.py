@@ -1,4 +1,4 @@
-"""The agent client against a real daphne serving the real API.
+"""The agent client against a real server serving the real API.
 
 Sessions (wire.md §5, R11.3-10), signed commands retried under the same id (wire.md §3
 step 5), typed refusals (wire.md §8), and the verified, deduplicated, in-order event feed with

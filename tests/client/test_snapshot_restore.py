@@ -4,7 +4,7 @@
 snapshot it names, verify it, and follow on from its sequence (wire.md §7; R16-10, R16-11);
 snapshot + tail equals a full replay of the whole history (R16-08). One flipped bit in a
 snapshot or in an event is refused, naming the first sequence that does not verify
-(MWP-WRK-029). Against a real daphne and PostgreSQL; the tampering is done by a transport that
+(MWP-WRK-029). Against a real server and PostgreSQL; the tampering is done by a transport that
 wraps the real HTTP one, or on frames read off a real socket, so the server is never faked.
 """
 

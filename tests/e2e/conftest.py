@@ -1,4 +1,4 @@
-"""End-to-end fixtures: the real daphne server (``tests/live_server.py``) and Chromium.
+"""End-to-end fixtures: the real server (``tests/live_server.py``) and Chromium.
 
 Playwright's sync API runs an event loop in the test's thread, so Django refuses ORM calls
 there (TOOLCHAIN.md gotcha 3). Rather than relax that check, database work happens before

@@ -1,4 +1,4 @@
-"""The inbox and the execution-approval screen in a real browser against a real daphne: an item
+"""The inbox and the execution-approval screen in a real browser against a real server: an item
 needing two approvals waits in two mission owners' inboxes; the first approves it from the
 approval screen, and the second owner's inbox — open all along — shows 1 of 2 within a second,
 without a reload; the second approves from the approval screen and the item leaves both

@@ -1,4 +1,4 @@
-"""Artifact pages in a real browser against a real daphne (issue 12 §3): every kind of preview
+"""Artifact pages in a real browser against a real server (issue 12 §3): every kind of preview
 is screenshot, checked with axe-core and at 400 px, and the image preview really loads from
 the raw route (inline, under its closed CSP).
 """

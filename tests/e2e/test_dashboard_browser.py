@@ -1,4 +1,4 @@
-"""The dashboard in a real browser against a real daphne: log in, open a group, read its
+"""The dashboard in a real browser against a real server: log in, open a group, read its
 verified timeline, and watch an event appended by the write path arrive live over the
 websocket, re-verified by the browser.
 """

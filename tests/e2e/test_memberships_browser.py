@@ -1,4 +1,4 @@
-"""The memberships screen in a real browser against a real daphne (issue 13 §1): the staff
+"""The memberships screen in a real browser against a real server (issue 13 §1): the staff
 admin grants zoe a role from the screen, sees her in the list and the audit, then revokes
 her. Every screen visited is shot under ``var/screenshots/``, checked with axe-core and at
 400 px.

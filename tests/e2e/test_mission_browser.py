@@ -1,4 +1,4 @@
-"""The mission page in a real browser against a real daphne (issue 12 §4): the dependency
+"""The mission page in a real browser against a real server (issue 12 §4): the dependency
 graph, progress and budgets as the server renders them, refreshed live when an event about
 the mission arrives, accessible (axe-core) and usable at 400 px; then its final-approval
 screen.

@@ -2,7 +2,7 @@
 
 The admin (staff, on the members screen) and the member, mia (a person with the worker role,
 on the group page, holding a WorkItem's lease and its capability token), each in a browser
-of their own against the real daphne. A change of mia's roles reaches her open page live;
+of their own against the real server. A change of mia's roles reaches her open page live;
 her revocation, within a second, strips the page of every action, ends its socket, revokes
 her lease and makes her capability token worthless; the members screen's audit list keeps
 both changes.

@@ -1,4 +1,4 @@
-"""The work section in a real browser against a real daphne: a mission owner approves an
+"""The work section in a real browser against a real server: a mission owner approves an
 item's execution from the group page, and what agents do next shows up live, without a
 reload, because the page re-fetches its work section when work events arrive.
 """

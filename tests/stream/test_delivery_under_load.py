@@ -1,4 +1,4 @@
-"""Delivery under load, against a real daphne with the Redis channel layer (must hold).
+"""Delivery under load, against a real server with the Redis channel layer (must hold).
 
 50 subscribers follow 4 groups on ``/ws/v1/stream`` with the agent client, while 8 writers
 append 10,000 events (a sample of 2,000 in ``make test``: tests/proofs.py) through the one
@@ -326,7 +326,7 @@ def _deliver_under_load(
 
 @pytest.fixture(scope="module")
 def capacity_five_server(django_db_setup: None, worker_id: str) -> Iterator[LiveServer]:
-    """A daphne whose channel layer is Redis's list-based layer holding at most 5 messages
+    """A server whose channel layer is Redis's list-based layer holding at most 5 messages
     per channel, and this process's layer (the writers' hints) the same."""
     assert settings.REDIS_URL, "the delivery tests run against Redis: set REDIS_URL"
     prefix = f"mwp-cap5-{worker_id}-{uuid.uuid4().hex[:8]}"

@@ -16,11 +16,14 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.core.management import call_command
 
+from apps.ledger.models import Event
+from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.stream import consumers, tails
 from tests import factories
-from tests.factories import World
+from tests.factories import World, build_world, mission_body
 from tests.stream.sockets import connected, create_missions, frames, head_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -145,3 +148,48 @@ async def test_the_tail_stops_when_its_last_socket_leaves(world: World) -> None:
     assert frame["code"] == "NOT_A_MEMBER"
     assert world.group not in loop_tails  # a refused SUBSCRIBE leaves no tail behind
     await refused.disconnect()
+
+
+@database_sync_to_async
+def _replace_the_database(missions: int) -> World:
+    """Empty the database and fill it again under the same ids, as a restore from a backup
+    (or a test suite's flush) does under a running server: the same group, another log."""
+    call_command("flush", interactive=False, verbosity=0)
+    world = build_world()
+    for _ in range(missions):
+        document = world.w1.command(world.group, "mission.create", mission_body())
+        submit_command(group_id=world.group, document=document, caller=world.w1.caller)
+    return world
+
+
+@database_sync_to_async
+def _hashes(group: str) -> list[str]:
+    return list(
+        Event.objects.filter(group_id=group).order_by("sequence").values_list("hash", flat=True)
+    )
+
+
+@pytest.mark.parametrize("missions_after", [2, 8], ids=["shorter", "longer"])
+async def test_a_tail_never_serves_a_log_the_database_no_longer_holds(
+    world: World, missions_after: int
+) -> None:
+    """wire§7, R16-05: a socket kept open holds the group's tail (5 missions read live and
+    cached) while the database is replaced by another log of the same group id, shorter or
+    longer than the cache: a new subscriber from 0 receives exactly the database's events,
+    hash for hash, and then the next live one — none of the old log's."""
+    holder = await _subscribed(world.w2.token, world.group, await head_of(world))
+    await asyncio.sleep(0.1)
+    await create_missions(world, 5)
+    assert len(await frames(holder, 5)) == 5  # read live: the tail caches the old log's 4..8
+    fresh = await _replace_the_database(missions_after)
+    expected = await _hashes(fresh.group)
+    socket = await _subscribed(fresh.w2.token, fresh.group, 0)
+    received = [frame["event"]["hash"] for frame in await frames(socket, len(expected))]
+    assert received == expected
+    await create_missions(fresh, 1)
+    (live,) = await frames(socket, 1)
+    assert live["event"]["sequence"] == len(expected) + 1
+    assert live["event"]["prev_hash"] == expected[-1]
+    assert [live["event"]["hash"]] == (await _hashes(fresh.group))[-1:]
+    await socket.disconnect()
+    await holder.disconnect()

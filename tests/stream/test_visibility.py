@@ -3,7 +3,7 @@ of 250 in ``make test``: tests/proofs.py) — no reader, cursor or ACK ever pass
 visible.
 
 Everything is real: two writer threads with their own PostgreSQL connections going through the
-one write path, a daphne process serving the stream and the REST API, sockets and HTTP from
+one write path, a server process serving the stream and the REST API, sockets and HTTP from
 this process. The test does not assume the head-row lock works; each round it watches the
 second writer's backend wait on the first one's lock (``pg_blocking_pids``), and it observes
 every reader while the first transaction is still open.

@@ -1,5 +1,5 @@
 """Helpers of the visibility race test: a writer thread with its own database connection, and
-a websocket to the real daphne read frame by frame.
+a websocket to the real server read frame by frame.
 
 The writer's thread lives for the whole test, so its PostgreSQL backend (and pid) is the same
 in every round: the test can watch that backend wait on the head row lock in

@@ -3,7 +3,7 @@
 No eager mode, no mock clock: ``celery beat`` processes enqueue ``sweep_due_work`` every
 0.5 s on the test run's Redis and ``celery worker`` processes run it against the test
 database (``tests/celery_processes.py``); leases run out by the database clock. In the
-SIGSTOP test the worker agent is a process of its own, talking HTTP to a real daphne
+SIGSTOP test the worker agent is a process of its own, talking HTTP to a real server
 (``tests/live_server.py``) and signing with its own key (``tests/work/late_agent.py``).
 """
 

@@ -49,7 +49,9 @@ HOW_TO = [
     "once (about two minutes for `BENCH_REPLAY_EVENTS`, default 1,000,000) and reuses while "
     "it checks out (then about a minute). Each replaces only its own section; `make bench` "
     "measures neither and keeps both from the existing report; `--render-only` re-renders a "
-    "section from its saved figures.",
+    "section from its saved figures. `python -m benchmarks.run --only profile` resets the "
+    "database, times one client's `submit_command` loop on one group "
+    "(`BENCH_PROFILE_COMMANDS`, 2,000) and prints its cProfile; it writes no report.",
     "",
 ]
 

@@ -29,6 +29,9 @@ uvicorn, against ``sha256sum`` of the same file) in its own database
 ``BENCH_DASHBOARD_DATABASE_URL`` (default ``mw_bench_dashboard``), built once and reused
 while it checks out; its artifacts go to ``var/benchmarks/dashboard-artifacts``; raw
 figures to ``var/benchmarks/dashboard.json``.
+
+``--only profile`` times one client's ``submit_command`` loop on a fresh database and prints
+its ``cProfile`` (``benchmarks/profile_submit.py``); it writes no report.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ RUNS = {
     "replay": "benchmarks.run_stream",
     "artifacts": "benchmarks.artifacts",
     "dashboard": "benchmarks.dashboard",
+    "profile": "benchmarks.profile_submit",
 }
 
 

@@ -110,12 +110,15 @@ class GroupTail:
         cached = self.hashes.get(sequence)
         return cached is None or cached == hash_
 
-    def restart(self, head: int, head_hash: str | None) -> None:
-        """Forget the cache and hold the log from ``head`` on (its hash, if known)."""
+    def restart(self, head: int, head_hash: str | None, *, same_log: bool = False) -> None:
+        """Forget the cache and hold the log from ``head`` on (its hash, if known). In the
+        ``same_log`` (read further on, past what was archived under the cache) the
+        revocations read so far still hold; in another log they mean nothing."""
         self.base = self.head = head  # the cache holds base+1 .. head
         self.documents: dict[int, str] = {}
         self.hashes: dict[int, str] = {} if head_hash is None else {head: head_hash}
-        self.revocations: dict[str, int] = {}  # principal -> last revocation read
+        if not same_log:
+            self.revocations: dict[str, int] = {}  # principal -> last revocation read
 
     # -- waking --------------------------------------------------------------------------
 
@@ -145,7 +148,7 @@ class GroupTail:
         while True:
             head, documents = await _read_after(self.group_id, self.head)
             if documents is None:  # the log under the cache was archived: start at the head
-                self.restart(head, None)
+                self.restart(head, None, same_log=True)
                 return True
             if head < self.head:  # the database went back: the cache is not its log
                 logger.warning("the log of %s is at %d, below its tail", self.group_id, head)

@@ -193,3 +193,20 @@ async def test_a_tail_never_serves_a_log_the_database_no_longer_holds(
     assert [live["event"]["hash"]] == (await _hashes(fresh.group))[-1:]
     await socket.disconnect()
     await holder.disconnect()
+
+
+async def test_a_tail_that_skips_an_archived_stretch_keeps_the_revocations_it_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """wire§7, R16-10: archived under the cache, the tail starts again at the head of the
+    same log; a revocation it had read still ends that member's subscription."""
+    tail = tails.GroupTail("g-archived", 10, None)
+    tail.revocations["agent:gone"] = 8
+
+    async def archived(group_id: str, after: int) -> tuple[int, None]:
+        return 50, None
+
+    monkeypatch.setattr(tails, "_read_after", archived)
+    assert await tail._read()
+    assert (tail.base, tail.head) == (50, 50)
+    assert tail.revoked_since("agent:gone", 5)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 
 import httpx
 import pytest
@@ -20,6 +18,7 @@ from websockets.sync.client import connect
 
 from apps.ledger.head import committed_head
 from apps.stream.models import Cursor
+from tests.artifacts.helpers import eventually
 from tests.factories import World
 from tests.live_server import LiveServer, uvicorn_server
 
@@ -33,15 +32,6 @@ def _subscribers(server: LiveServer) -> float:
     match = SUBSCRIBERS.search(httpx.get(f"{server.url}/metrics", timeout=10).text)
     assert match is not None
     return float(match.group(1))
-
-
-def _eventually[T](read: Callable[[], T], wanted: T, within_s: float = 5.0) -> T:
-    deadline = time.monotonic() + within_s
-    value = read()
-    while value != wanted and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = read()
-    return value
 
 
 def _stored(principal: str, group: str) -> int | None:
@@ -67,5 +57,5 @@ def test_frames_sent_before_a_close_are_handled_and_the_socket_is_let_go(
     ) as socket:
         for sequence in (1, head):
             socket.send(json.dumps({"op": "ACK", "cursors": {world.group: sequence}}))
-    assert _eventually(lambda: _stored("agent:w2", world.group), head) == head
-    assert _eventually(lambda: _subscribers(uvicorn_server), before) == before
+    assert eventually(lambda: _stored("agent:w2", world.group) == head, timeout_s=5)
+    assert eventually(lambda: _subscribers(uvicorn_server) == before, timeout_s=5)

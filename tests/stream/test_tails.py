@@ -19,11 +19,10 @@ from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
 
 from apps.ledger.models import Event
-from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.stream import consumers, tails
 from tests import factories
-from tests.factories import World, build_world, mission_body
+from tests.factories import World, build_world
 from tests.stream.sockets import connected, create_missions, frames, head_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -150,15 +149,12 @@ async def test_the_tail_stops_when_its_last_socket_leaves(world: World) -> None:
     await refused.disconnect()
 
 
-@database_sync_to_async
-def _replace_the_database(missions: int) -> World:
+async def _replace_the_database(missions: int) -> World:
     """Empty the database and fill it again under the same ids, as a restore from a backup
     (or a test suite's flush) does under a running server: the same group, another log."""
-    call_command("flush", interactive=False, verbosity=0)
-    world = build_world()
-    for _ in range(missions):
-        document = world.w1.command(world.group, "mission.create", mission_body())
-        submit_command(group_id=world.group, document=document, caller=world.w1.caller)
+    await database_sync_to_async(call_command)("flush", interactive=False, verbosity=0)
+    world = await database_sync_to_async(build_world)()
+    await create_missions(world, missions)
     return world
 
 

@@ -203,8 +203,11 @@ class StaleLeases(RuleBasedStateMachine):
         return None
 
     def expect_owner(self, type_: str, lease_id: str) -> ErrorCode | None:
-        """wire.md §8 for the owner: lease id first (R11.3-05), then the state (R10.2-22)."""
-        if lease_id != self.current:
+        """wire.md §8 for the owner: lease id first (R11.3-05), then the state (R10.2-22).
+        A queued item has no current lease: the last one was released at a checkpoint (or
+        by a block the coordinator has since lifted), so even its id is STALE_LEASE
+        (``checks.require_current_lease_id``)."""
+        if lease_id != self.current or self.phase == S.QUEUED:
             return ErrorCode.STALE_LEASE
         if self.phase not in S.allowed_from(type_):
             return ErrorCode.ILLEGAL_TRANSITION

@@ -299,7 +299,16 @@ def seed(
 
 
 def statement_kind(sql: str) -> str:
-    """A statement's verb and table, e.g. ``SELECT ledger_commandrecord``."""
+    """A statement's verb and table, e.g. ``SELECT ledger_commandrecord``; for a query of
+    several statements (``statements.sent_as_one``, ``reads.run_together``), each distinct
+    kind in order, joined by `` + ``."""
+    parts = [part for part in sql.split(";\n") if part.strip()]
+    if len(parts) > 1:
+        return " + ".join(dict.fromkeys(_one_kind(part) for part in parts))
+    return _one_kind(sql)
+
+
+def _one_kind(sql: str) -> str:
     words = sql.replace('"', "").split()
     if not words:
         return "?"

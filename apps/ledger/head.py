@@ -164,7 +164,7 @@ def seal(
 
 
 def insert_events(rows: list[tuple[Any, ...]]) -> None:
-    """Insert the rows ``seal`` made: one ``executemany`` (pipelined by psycopg)."""
+    """Insert the rows ``seal`` made: one ``executemany`` (in a flush: one multi-row INSERT)."""
     if rows:
         with hot_cursor() as cursor:
             cursor.executemany(_INSERT_EVENT, rows)

@@ -4,10 +4,14 @@ A command under the group lock reads its idempotency record, its sender's sessio
 membership, and the aggregates it decides on. Each is one small statement, and each used to
 wait for its own round trip to PostgreSQL: most of a command's wall time was spent waiting,
 not computing (docs/benchmarks.md, "Where the time goes"). What they read is known from the
-verified envelope before any of them runs, so they are sent together: on PostgreSQL in one
-psycopg pipeline, after the statement that locks the head row, which the server runs first,
-so every read sees the group as the lock holder does. Elsewhere (SQLite) they run one after
-another.
+verified envelope before any of them runs, so they are sent together: on PostgreSQL as one
+query of several statements, after the statement that locks the head row, which the server
+runs first, so every read sees the group as the lock holder does (each statement of a READ
+COMMITTED transaction takes its own snapshot). Their parameters are quoted into the text by
+psycopg's client-side binding, Django's default, and each answer is read with
+``nextset()``: one call through the driver, where a psycopg pipeline of one statement each
+cost ~0.1 ms more of CPU per command (docs/benchmarks.md, "Where the time goes"). Elsewhere
+(SQLite) they run one after another.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .statements import current, hot_cursor
+from .statements import current, hot_cursor, quoter
 
 Row = tuple[Any, ...]
 
@@ -37,15 +41,14 @@ def run_together(reads: Sequence[Read[Any]]) -> list[Any]:
     db = current()
     if db.vendor != "postgresql":
         return [run_one(read) for read in reads]
-    cursors = [hot_cursor() for _read in reads]
-    try:
-        with db.wrap_database_errors, db.connection.pipeline():
-            for cursor, read in zip(cursors, reads, strict=True):
-                cursor.execute(read.sql, read.params)
-        return [read.finish(cursor.fetchall()) for cursor, read in zip(cursors, reads, strict=True)]
-    finally:
-        for cursor in cursors:
-            cursor.close()
+    quote = quoter()
+    with hot_cursor() as cursor:
+        cursor.execute(";\n".join(quote(read.sql, read.params) for read in reads))
+        answers = [reads[0].finish(cursor.fetchall())]
+        for read in reads[1:]:
+            cursor.nextset()
+            answers.append(read.finish(cursor.fetchall()))
+    return answers
 
 
 def run_one[T](read: Read[T]) -> T:

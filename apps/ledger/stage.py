@@ -8,9 +8,10 @@ instead of the database, exactly as they would read the rows had they been writt
 refused command stages nothing, so it leaves no trace without a savepoint, and a run costs
 one statement per table at its end (``flush``), however many commands it held.
 
-On PostgreSQL the flush is sent in one pipeline (:func:`one_round_trip`): the events, the
-projection rows, the records and the head row in one round trip, where each used to cost
-one or more.
+On PostgreSQL the flush is sent as one query of several statements
+(``statements.sent_as_one``): the events, the projection rows, the records, the head row
+and the ``COMMIT`` in one round trip and one call through the driver, where each used to
+cost one or more.
 
 Reads the stage cannot answer from memory go to the database, which holds every row but the
 staged ones: the projection rows of keys not read yet (``view``), the records of command ids
@@ -20,8 +21,7 @@ member owns (``owned``), for which the staged WorkItems are written first.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,22 +33,7 @@ from .agents import Standing
 from .models import CommandRecord
 from .reads import run_one, run_together
 from .records import Pair, Recorded
-from .statements import current, insert_rows
-
-
-@contextmanager
-def one_round_trip() -> Iterator[None]:
-    """Statements issued inside are sent together and answered together on PostgreSQL
-    (psycopg's pipeline mode): one round trip instead of one each. Elsewhere they run one
-    after another. Nothing inside may read a result; an error surfaces on leaving, as the
-    same ``django.db`` exception the statement would have raised."""
-    db = current()
-    if db.vendor != "postgresql":
-        yield
-        return
-    db.ensure_connection()
-    with db.wrap_database_errors, db.connection.pipeline():
-        yield
+from .statements import current, hot_cursor, insert_rows, sent_as_one
 
 
 def _commits_here(db: Any) -> bool:
@@ -189,12 +174,13 @@ class Stage:
         Django's own commit on leaving the block then finds nothing to do."""
         db = current()
         commit = _commits_here(db)
-        with one_round_trip():
+        with sent_as_one():
             heads.insert_events(self.event_rows)
             self.flush_projections()
             insert_rows(CommandRecord, self.record_rows)
             heads.save_head(head)
             if commit:
-                db.connection.execute(b"COMMIT")
+                with hot_cursor() as cursor:
+                    cursor.execute("COMMIT")
         self.event_rows.clear()
         self.record_rows.clear()

@@ -14,7 +14,10 @@ would write, and ``rebuild_projections --verify`` compares them unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import dataclasses
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -45,15 +48,89 @@ def hot_cursor() -> CursorWrapper:
     turning them on measured no gain worth their risk (about 40 µs of PostgreSQL CPU per
     command; a generic plan made while a table was new walked whole groups, and custom
     plans gave back the saving: docs/benchmarks.md). It is wrapped as Django wraps its own
-    cursors (same transaction, execute wrappers, query log, error translation). Elsewhere
-    it is Django's cursor.
+    cursors (same transaction, execute wrappers, query log, error translation). Inside
+    ``sent_as_one`` it only collects the statements. Elsewhere it is Django's cursor.
     """
     db = current()
     if db.vendor != "postgresql":
         return db.cursor()
+    collecting: _Collected | None = getattr(_collecting, "statements", None)
+    if collecting is not None:
+        return collecting  # type: ignore[return-value]
     db.ensure_connection()
+    return _wrapped(psycopg.Cursor(db.connection), db)
+
+
+def _wrapped(cursor: psycopg.Cursor[Any], db: BaseDatabaseWrapper) -> CursorWrapper:
     wrapper = CursorDebugWrapper if db.queries_logged else CursorWrapper
-    return wrapper(psycopg.Cursor(db.connection), db)
+    return wrapper(cursor, db)
+
+
+_collecting = threading.local()
+
+
+@dataclass
+class _Collected:
+    """What ``hot_cursor`` gives inside ``sent_as_one``: a cursor that runs nothing, but
+    quotes each statement into SQL text and keeps it for one query at the end."""
+
+    quote: Callable[[str, Any], str]
+    texts: list[str] = dataclasses.field(default_factory=list)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        self.texts.append(self.quote(sql, params))
+
+    def executemany(self, sql: str, param_list: Iterable[Sequence[Any]]) -> None:
+        """One statement per row, except an ``INSERT … VALUES (…)``: one statement of all
+        the rows, which the server parses and plans once (a batch inserts hundreds)."""
+        head, values, row = sql.rpartition(" VALUES ")
+        if not (values and head.startswith("INSERT ") and row.startswith("(")):
+            for params in param_list:
+                self.execute(sql, params)
+            return
+        rows = [self.quote(row, params) for params in param_list]
+        if rows:
+            self.texts.append(f"{head} VALUES {', '.join(rows)}")
+
+    def __enter__(self) -> _Collected:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+@contextmanager
+def sent_as_one() -> Iterator[None]:
+    """The statements the write path issues inside are sent to PostgreSQL as one query of
+    several statements (the simple query protocol): one round trip, and one call through
+    the driver where each statement cost a call of its own. Their parameters are quoted
+    into the text by psycopg's client-side binding, Django's own default, so the values
+    are adapted exactly as the ORM would. Nothing inside may read a result. A statement
+    that fails stops the ones after it (the server skips the rest of the query) and raises
+    the ``django.db`` exception it would have raised alone. Elsewhere (SQLite) the
+    statements run one by one."""
+    db = current()
+    if db.vendor != "postgresql" or getattr(_collecting, "statements", None) is not None:
+        yield
+        return
+    db.ensure_connection()
+    collected = _Collected(quoter())
+    _collecting.statements = collected
+    try:
+        yield
+    finally:
+        _collecting.statements = None
+    if collected.texts:
+        with _wrapped(psycopg.Cursor(db.connection), db) as cursor:
+            cursor.execute(";\n".join(collected.texts))
+
+
+def quoter() -> Callable[[str, Any], str]:
+    """Quotes a statement's parameters into its text as psycopg's client-side binding does
+    (Django's default): for the statements sent together as one query."""
+    db = current()
+    db.ensure_connection()
+    return psycopg.ClientCursor(db.connection).mogrify
 
 
 @dataclass(frozen=True)
@@ -102,7 +179,7 @@ class ModelStatements:
 
     def insert_instances(self, instances: Sequence[models.Model]) -> None:
         """Insert ``instances`` as ``save()`` would (defaults, ``pre_save``, JSON adapters),
-        without setting their primary keys: one ``executemany``, which psycopg pipelines."""
+        without setting their primary keys: one ``executemany``."""
         if not instances:
             return
         db = current()

@@ -141,8 +141,17 @@ def measure_breakdown(world: BenchWorld, *, repeat: int, raw_sql: bool = True) -
         )
     with CaptureQueriesContext(connection) as captured:
         submit_command(group_id=group, document=mission_create(agent, group), caller=agent.caller)
-    b.queries = [_shorten(query["sql"]) for query in captured.captured_queries]
+    b.queries = [line for query in captured.captured_queries for line in _listed(query["sql"])]
     return b
+
+
+def _listed(sql: str) -> list[str]:
+    """One query as listed lines: itself, or a heading and each of its statements indented
+    (``statements.sent_as_one`` and ``reads.run_together`` send several as one query)."""
+    parts = [part for part in sql.split(";\n") if part.strip()]
+    if len(parts) < 2:
+        return [_shorten(sql)]
+    return [f"-- one query of {len(parts)} statements:", *(f"  {_shorten(p)}" for p in parts)]
 
 
 def _shorten(sql: str, limit: int = 110) -> str:

@@ -81,35 +81,53 @@ def prepare_tables(url: str, groups: int) -> None:
             )
 
 
-def _pgbench_command(url: str, *, clients: int, groups: int, seconds: int, log_prefix: Path):
+def pgbench(
+    url: str, arguments: list[str], *, seconds: float, name: str, params: dict[str, object]
+) -> Measurement:
+    """pgbench with ``arguments`` (mode, clients, scripts, variables) for ``seconds`` against
+    ``url``: its rate (without connection set-up) and every transaction's latency."""
+    whole_seconds = max(1, round(seconds))  # pgbench -T takes whole seconds
     info = conninfo_to_dict(url)
-    command = [
-        shutil.which("pgbench") or "pgbench",
-        "-n",  # no VACUUM of pgbench's own tables (there are none)
-        "-M",
-        "prepared",
-        "-c",
-        str(clients),
-        "-j",
-        str(clients),
-        "-T",
-        str(seconds),
-        "-f",
-        str(SCRIPT),
-        "-D",
-        f"groups={groups}",
-        "-D",
-        f"payload={PAYLOAD}",
-        "-D",
-        f"hash={HASH}",
-        "--log",
-        f"--log-prefix={log_prefix}",
+    connection_args = [
+        arg
+        for flag, key in (("-h", "host"), ("-p", "port"), ("-U", "user"))
+        if info.get(key)
+        for arg in (flag, str(info[key]))
     ]
-    for flag, key in (("-h", "host"), ("-p", "port"), ("-U", "user")):
-        if info.get(key):
-            command += [flag, str(info[key])]
     env = {"PGPASSWORD": str(info["password"])} if info.get("password") else {}
-    return [*command, str(info["dbname"])], env
+    with tempfile.TemporaryDirectory(prefix="mw-pgbench-") as tmp:
+        command = [
+            shutil.which("pgbench") or "pgbench",
+            "-n",  # no VACUUM of pgbench's own tables (there are none)
+            "-T",
+            str(whole_seconds),
+            *arguments,
+            "--log",
+            f"--log-prefix={Path(tmp) / 'pgb'}",
+            *connection_args,
+            str(info["dbname"]),
+        ]
+        completed = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            cwd=tmp,
+            check=False,
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(f"pgbench failed: {completed.stderr.strip() or completed.stdout}")
+        latencies = read_pgbench_logs(Path(tmp))
+    match = TPS_LINE.search(completed.stdout)
+    tps = float(match.group(1)) if match else 0.0
+    # Report pgbench's own rate (it excludes connection setup): operations = tps × seconds.
+    return summarize(
+        name,
+        operations=round(tps * whole_seconds),
+        elapsed_s=whole_seconds,
+        latencies_s=latencies,
+        params=params,
+    )
 
 
 def read_pgbench_logs(directory: Path) -> list[float]:
@@ -128,31 +146,15 @@ def read_pgbench_logs(directory: Path) -> list[float]:
 
 def run_pgbench(url: str, *, clients: int, groups: int, seconds: float) -> Measurement:
     """pgbench's gapless append at ``clients`` connections over ``groups`` groups."""
-    whole_seconds = max(1, round(seconds))  # pgbench -T takes whole seconds
     prepare_tables(url, groups)
-    with tempfile.TemporaryDirectory(prefix="mw-pgbench-") as tmp:
-        command, env = _pgbench_command(
-            url, clients=clients, groups=groups, seconds=whole_seconds, log_prefix=Path(tmp) / "pgb"
-        )
-        completed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            env={**os.environ, **env},
-            cwd=tmp,
-            check=False,
-        )
-        if completed.returncode != 0:
-            raise RuntimeError(f"pgbench failed: {completed.stderr.strip() or completed.stdout}")
-        latencies = read_pgbench_logs(Path(tmp))
-    match = TPS_LINE.search(completed.stdout)
-    tps = float(match.group(1)) if match else 0.0
-    # Report pgbench's own rate (it excludes connection setup): operations = tps × seconds.
-    return summarize(
-        "pgbench",
-        operations=round(tps * whole_seconds),
-        elapsed_s=whole_seconds,
-        latencies_s=latencies,
+    arguments = ["-M", "prepared", "-c", str(clients), "-j", str(clients), "-f", str(SCRIPT)]
+    for name, value in (("groups", groups), ("payload", PAYLOAD), ("hash", HASH)):
+        arguments += ["-D", f"{name}={value}"]
+    return pgbench(
+        url,
+        arguments,
+        seconds=seconds,
+        name="pgbench",
         params={"clients": clients, "groups": groups, "protocol": "prepared"},
     )
 

@@ -51,7 +51,10 @@ HOW_TO = [
     "measures neither and keeps both from the existing report; `--render-only` re-renders a "
     "section from its saved figures. `python -m benchmarks.run --only profile` resets the "
     "database, times one client's `submit_command` loop on one group "
-    "(`BENCH_PROFILE_COMMANDS`, 2,000) and prints its cProfile; it writes no report.",
+    "(`BENCH_PROFILE_COMMANDS`, 2,000) and prints its cProfile; it writes no report. The "
+    "floor's scripts (table 4b) stay in `var/benchmarks/floor/` after a run, against the "
+    "database it leaves: `pgbench -n -T 8 -c 1 -f var/benchmarks/floor/floor-00.sql mw_bench` "
+    "runs one again.",
     "",
 ]
 
@@ -68,14 +71,14 @@ def _ms(value: float) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def _ratio(measured: Measurement, ceiling: Measurement | None) -> str:
-    """The ratio to the ceiling; over rounds, the median of the paired ratios with each
-    round's in brackets (``benchmarks/rounds.py``)."""
+def _ratio(measured: Measurement, ceiling: Measurement | None, *, key: str = "ratio") -> str:
+    """The ratio to the ceiling (or, with ``key="floor_ratio"``, to the floor); over rounds,
+    the median of the paired ratios with each round's in brackets (``benchmarks/rounds.py``)."""
     if ceiling is None:
         return "—"
-    if "ratio" in measured.params:
-        rounds = ", ".join(f"{share:.2f}" for share in measured.params["ratios"])
-        return f"{measured.params['ratio']:.2f} ({rounds})"
+    if key in measured.params:
+        rounds = ", ".join(f"{share:.2f}" for share in measured.params[f"{key}s"])
+        return f"{measured.params[key]:.2f} ({rounds})"
     share = ratio(measured.rate, ceiling.rate)
     return "—" if math.isnan(share) else f"{share:.2f}"
 
@@ -96,22 +99,24 @@ def _notes(measurements: list[Measurement]) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+def _cell_row(results: Results, m: Measurement, *extra: str) -> list[str]:
+    """A (groups, clients) cell's row: rate and latencies, ``extra`` columns, then the
+    ceiling of the same cell and the ratio to it."""
+    ceiling = find(results.pgbench, groups=m.params["groups"], clients=m.params["clients"])
+    return [
+        str(m.params["groups"]),
+        str(m.params["clients"]),
+        _rate(m.rate),
+        _ms(m.latency_p50_ms),
+        _ms(m.latency_p99_ms),
+        *extra,
+        _rate(ceiling.rate) if ceiling else "—",
+        _ratio(m, ceiling),
+    ]
+
+
 def _command_section(results: Results, measurements: list[Measurement]) -> list[str]:
-    rows = []
-    for m in measurements:
-        ceiling = find(results.pgbench, groups=m.params["groups"], clients=m.params["clients"])
-        rows.append(
-            [
-                str(m.params["groups"]),
-                str(m.params["clients"]),
-                _rate(m.rate),
-                _ms(m.latency_p50_ms),
-                _ms(m.latency_p99_ms),
-                str(m.errors),
-                _rate(ceiling.rate) if ceiling else "—",
-                _ratio(m, ceiling),
-            ]
-        )
+    rows = [_cell_row(results, m, str(m.errors)) for m in measurements]
     header = [
         "groups",
         "clients",
@@ -235,8 +240,28 @@ def _ceiling_section(results: Results) -> list[str]:
     ]
 
 
-def _ratio_section(results: Results) -> list[str]:
-    clients = list(results.config.clients)
+def _floor_section(results: Results) -> list[str]:
+    if not results.floor:
+        return []
+    rows = [_cell_row(results, m) for m in results.floor]
+    return [
+        "### 4b. The floor: PostgreSQL running the write path's own SQL",
+        "",
+        "pgbench sending what one `submit_command` (`mission.create`) sends — `BEGIN`, the "
+        "lock with its four reads as one query, the event, the mission row, the idempotency "
+        "record, the head and the `COMMIT` as another — captured from this run's world and made "
+        "repeatable (`benchmarks/floor.py`; the scripts stay in `var/benchmarks/floor/`), with "
+        "no Python at all: what a command costs PostgreSQL alone, measured beside the ceiling "
+        "in every cell and round. *× ceiling*: the floor over the ceiling.",
+        "",
+        *_table(["groups", "clients", "TPS", "p50 ms", "p99 ms", "pgbench TPS", "× ceiling"], rows),
+    ]
+
+
+def _ratio_rows(
+    results: Results, divisors: list[Measurement], *, key: str, suffix: str
+) -> list[list[str]]:
+    """A row per figure and group count: its ratio to ``divisors`` in each client count."""
     rows = []
     for label, measurements in (
         ("HTTP (pool)", results.http),
@@ -247,11 +272,19 @@ def _ratio_section(results: Results) -> list[str]:
             continue
         for groups in results.config.groups:
             cells = []
-            for count in clients:
+            for count in results.config.clients:
                 m = find(measurements, groups=groups, clients=count)
-                ceiling = find(results.pgbench, groups=groups, clients=count)
-                cells.append(_ratio(m, ceiling) if m else "—")
-            rows.append([f"{label}, {groups} group(s)", *cells])
+                divisor = find(divisors, groups=groups, clients=count)
+                cells.append(_ratio(m, divisor, key=key) if m else "—")
+            rows.append([f"{label}{suffix}, {groups} group(s)", *cells])
+    return rows
+
+
+def _ratio_section(results: Results) -> list[str]:
+    clients = list(results.config.clients)
+    rows = _ratio_rows(results, results.pgbench, key="ratio", suffix="")
+    if results.floor:
+        rows += _ratio_rows(results, results.floor, key="floor_ratio", suffix=" / floor (4b)")
     for m in results.batch:
         size = m.params["batch_size"]
         ceiling = find(results.executemany, batch_size=size)
@@ -553,6 +586,7 @@ def render(results: Results) -> str:
         "## 4. Ceilings (PostgreSQL alone)",
         "",
         *_ceiling_section(results),
+        *_floor_section(results),
         "## 5. Ratios to the ceilings",
         "",
         *_ratio_section(results),

@@ -25,6 +25,8 @@ class Results:
     load_after: str = ""
     event_bytes: float = 0.0  # mean size of a stored mission.created document
     pgbench: list[Measurement] = field(default_factory=list)
+    #: pgbench running the write path's own SQL (``floor``), beside each ``pgbench`` cell
+    floor: list[Measurement] = field(default_factory=list)
     executemany: list[Measurement] = field(default_factory=list)
     inprocess: list[Measurement] = field(default_factory=list)
     http: list[Measurement] = field(default_factory=list)
@@ -49,7 +51,15 @@ class Results:
             "loads": self.loads,
             **{
                 name: [m.as_dict() for m in getattr(self, name)]
-                for name in ("pgbench", "executemany", "inprocess", "http", "http_no_pool", "batch")
+                for name in (
+                    "pgbench",
+                    "floor",
+                    "executemany",
+                    "inprocess",
+                    "http",
+                    "http_no_pool",
+                    "batch",
+                )
             },
             "breakdown": self.breakdown.as_dict() if self.breakdown else None,
             "sweep": self.sweep.as_dict() if self.sweep else None,

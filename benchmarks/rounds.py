@@ -23,12 +23,16 @@ CELL = ("groups", "clients")
 BATCH = ("batch_size",)
 #: each figure, the ceiling it is divided by, and the params naming its cell
 PAIRS = (
+    ("floor", "pgbench", CELL),
     ("http", "pgbench", CELL),
     ("http_no_pool", "pgbench", CELL),
     ("inprocess", "pgbench", CELL),
     ("batch", "executemany", BATCH),
 )
 CEILINGS = (("pgbench", CELL), ("executemany", BATCH))
+#: figures also divided by the floor (PostgreSQL running the write path's own SQL), kept in
+#: their params as ``floor_ratios`` and ``floor_ratio``
+OVER_FLOOR = ("http", "http_no_pool", "inprocess")
 
 
 def tag(measurement: Measurement, round_: int) -> Measurement:
@@ -94,4 +98,20 @@ def collapse(results: Results) -> Results:
             }
             chosen.append(dataclasses.replace(median, params=params))
         setattr(collapsed, name, chosen)
+    for name in OVER_FLOOR:
+        for chosen_measurement in getattr(collapsed, name):
+            chosen_measurement.params.update(_over_floor(results, name, chosen_measurement))
     return collapsed
+
+
+def _over_floor(results: Results, name: str, chosen: Measurement) -> dict[str, Any]:
+    """The paired ratios of ``chosen``'s cell to the floor measured in the same rounds."""
+    cell = tuple(chosen.params[key] for key in CELL)
+    floors = {_round(m): m for m in _cells(results.floor, CELL).get(cell, [])}
+    ratios = [
+        ratio(m.rate, floors[_round(m)].rate) if _round(m) in floors else float("nan")
+        for m in _cells(getattr(results, name), CELL).get(cell, [])
+    ]
+    if not floors or not ratios:
+        return {}
+    return {"floor_ratios": ratios, "floor_ratio": statistics.median(ratios)}

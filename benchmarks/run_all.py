@@ -15,7 +15,7 @@ from django.db.models.functions import Length
 
 from apps.ledger.models import Event
 
-from . import ceilings
+from . import ceilings, floor
 from .breakdown import measure_breakdown
 from .config import ROOT, BenchConfig
 from .dashboard_report import carry_over_dashboard
@@ -30,6 +30,9 @@ from .run_sweep import measure_sweep_section
 from .servers import describe_pool, describe_server, running_servers
 from .stream_report import carry_over
 from .world import BenchWorld, build_world
+
+#: the floor's pgbench scripts of the last run, kept to be read or run again by hand
+FLOOR_SCRIPTS = ROOT / "var" / "benchmarks" / "floor"
 
 
 def _event_bytes() -> float:
@@ -58,12 +61,24 @@ def _measure_cell(
     clients: int,
     round_: int,
 ) -> None:
-    """One (groups, clients) cell of one round: the ceiling and the server's figures, back to
-    back."""
+    """One (groups, clients) cell of one round: the ceiling, the floor and the server's
+    figures, back to back."""
     results.pgbench.append(
         tag(
             ceilings.run_pgbench(
                 config.database_url, clients=clients, groups=groups, seconds=config.seconds
+            ),
+            round_,
+        )
+    )
+    results.floor.append(
+        tag(
+            floor.run_floor(
+                config.database_url,
+                FLOOR_SCRIPTS,
+                clients=clients,
+                groups=groups,
+                seconds=config.seconds,
             ),
             round_,
         )
@@ -76,7 +91,7 @@ def _measure_cell(
     )
     line = (
         f"round {round_ + 1}, {groups} group(s), {clients} client(s): "
-        f"pgbench {results.pgbench[-1].rate:.0f}/s, "
+        f"pgbench {results.pgbench[-1].rate:.0f}/s, floor {results.floor[-1].rate:.0f}/s, "
         f"in-process {results.inprocess[-1].rate:.0f}/s, http {results.http[-1].rate:.0f}/s"
     )
     if unpooled_urls:
@@ -126,6 +141,7 @@ def measure(config: BenchConfig, command: str) -> Results:
     results.facts["server"] = describe_server(config.server, processes=config.servers)
     world = build_world(groups=config.max_groups, agents=config.max_clients)
     log(f"{len(world.groups)} groups, {len(world.agents)} agents with sessions")
+    floor.write_scripts(floor.capture(world), world.groups, FLOOR_SCRIPTS)
     _settle(config)
 
     with ExitStack() as servers:

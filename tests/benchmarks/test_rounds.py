@@ -82,3 +82,29 @@ def test_one_round_renders_as_before() -> None:
 
     assert collapse(results) is results
     assert "| 0.09 |" in render(results)
+
+
+def test_a_figure_over_the_floor_is_paired_by_round_like_its_ratio_to_the_ceiling() -> None:
+    """The floor (PostgreSQL running the write path's own SQL) is a figure over the ceiling
+    and a divisor of the server's figures, each paired with the same round's: 0.5, 0.4, 0.6
+    of the ceiling; the HTTP figure 0.25, 0.2, 0.5 of the floor. Both show in the report."""
+    results = _results(3)
+    for round_, (ceiling, floor, figure) in enumerate(
+        [(1000, 500, 125), (1000, 400, 80), (500, 300, 150)]
+    ):
+        results.pgbench.append(_measured("pgbench", ceiling, round_, groups=1, clients=1))
+        results.floor.append(_measured("floor", floor, round_, groups=1, clients=1))
+        results.http.append(_measured("http", figure, round_, groups=1, clients=1))
+
+    collapsed = collapse(results)
+
+    (floor,) = collapsed.floor
+    (http,) = collapsed.http
+    assert floor.params["ratios"] == [0.5, 0.4, 0.6]
+    assert floor.params["ratio"] == 0.5
+    assert http.params["floor_ratios"] == [0.25, 0.2, 0.5]
+    assert http.params["floor_ratio"] == 0.25
+    assert http.params["ratio"] == 0.125  # over the ceiling: 0.125, 0.08, 0.3
+    document = render(collapsed)
+    assert "### 4b. The floor" in document
+    assert "| HTTP (pool) / floor (4b), 1 group(s) | 0.25 (0.25, 0.20, 0.50) |" in document

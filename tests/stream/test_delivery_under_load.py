@@ -311,7 +311,10 @@ def _deliver_under_load(
     print(f"\n{EVENTS} events, {reconnects()} reconnects of {SUBSCRIBERS} subscribers")
     assert reconnects() >= SUBSCRIBERS, "the chaos thread did not exercise reconnects"
 
-    # wire.md §7: revoked and non-members receive nothing they may not read
+    # wire.md §7: revoked and non-members receive nothing they may not read. The revoked
+    # member's follower ends when its NOT_A_MEMBER arrives, which need not be before the
+    # readers' last event: on a fast machine the revocation can be the last event of all.
+    followers[len(readers)].join(timeout=30)
     revoked.follower.disconnect()
     assert [e["sequence"] for e in revoked.received[cast.groups[0]]][-1:] < [revoked_at]
     assert any(

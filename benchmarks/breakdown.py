@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from apps.ledger.broadcast import announce_head
+from apps.ledger.statements import statements_of
 from apps.ledger.write_path import submit_command
 from apps.registry.services import authenticate_bearer
 from missionweave.protocol import strictjson
@@ -148,7 +149,7 @@ def measure_breakdown(world: BenchWorld, *, repeat: int, raw_sql: bool = True) -
 def _listed(sql: str) -> list[str]:
     """One query as listed lines: itself, or a heading and each of its statements indented
     (``statements.sent_as_one`` and ``reads.run_together`` send several as one query)."""
-    parts = [part for part in sql.split(";\n") if part.strip()]
+    parts = statements_of(sql)
     if len(parts) < 2:
         return [_shorten(sql)]
     return [f"-- one query of {len(parts)} statements:", *(f"  {_shorten(p)}" for p in parts)]

@@ -27,6 +27,7 @@ from pathlib import Path
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.ledger.statements import statements_of
 from apps.ledger.write_path import submit_command
 
 from .ceilings import pgbench
@@ -62,7 +63,7 @@ def capture(world: BenchWorld) -> CapturedCommand:
     document = mission_create(agent, group)
     with CaptureQueriesContext(connection) as captured:
         outcome = submit_command(group_id=group, document=document, caller=agent.caller)
-    queries = [query["sql"] for query in captured.captured_queries if ";\n" in query["sql"]]
+    queries = [q["sql"] for q in captured.captured_queries if len(statements_of(q["sql"])) > 1]
     if len(queries) != 2:
         raise RuntimeError(f"expected the reads and the writes as two queries, got {queries!r}")
     (event,) = outcome.body["events"]
@@ -102,7 +103,7 @@ def script(command: CapturedCommand, group: str) -> str:
     )
     text = (
         f"BEGIN \\;\nSELECT nextval('{COUNTER}') AS n \\gset\n"
-        + "\n".join(" \\;\n".join(query.split(";\n")) + ";" for query in (reads, writes))
+        + "\n".join(" \\;\n".join(statements_of(query)) + ";" for query in (reads, writes))
         + "\n"
     )
     return text.replace(f"'{command.group}'", f"'{group}'")

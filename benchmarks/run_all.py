@@ -43,10 +43,8 @@ def _event_bytes() -> float:
 
 
 def _settle(config: BenchConfig) -> None:
-    """Start every cell from the same server state: fresh planner statistics on the new
-    tables (autovacuum would otherwise ANALYZE them in the middle of the first cell) and
-    one untimed pgbench second to warm PostgreSQL's caches."""
-    _analyze()
+    """One untimed pgbench second to warm PostgreSQL's caches before the first cell (each
+    cell starts with fresh planner statistics, ``_analyze``)."""
     ceilings.run_pgbench(config.database_url, clients=4, groups=config.max_groups, seconds=1)
 
 

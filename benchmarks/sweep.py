@@ -38,6 +38,7 @@ from django.db.models.functions import Now
 
 from apps.artifacts.services import artifact_store
 from apps.ledger.models import Event
+from apps.ledger.statements import statements_of
 from apps.ledger.write_path import submit_command
 from apps.registry import services
 from apps.work.models import WorkItem
@@ -302,7 +303,7 @@ def statement_kind(sql: str) -> str:
     """A statement's verb and table, e.g. ``SELECT ledger_commandrecord``; for a query of
     several statements (``statements.sent_as_one``, ``reads.run_together``), each distinct
     kind in order, joined by `` + ``."""
-    parts = [part for part in sql.split(";\n") if part.strip()]
+    parts = statements_of(sql)
     if len(parts) > 1:
         return " + ".join(dict.fromkeys(_one_kind(part) for part in parts))
     return _one_kind(sql)

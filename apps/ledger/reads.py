@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .statements import current, hot_cursor, quoter
+from .statements import current, hot_cursor, one_query, quoter
 
 Row = tuple[Any, ...]
 
@@ -43,7 +43,7 @@ def run_together(reads: Sequence[Read[Any]]) -> list[Any]:
         return [run_one(read) for read in reads]
     quote = quoter()
     with hot_cursor() as cursor:
-        cursor.execute(";\n".join(quote(read.sql, read.params) for read in reads))
+        cursor.execute(one_query(quote(read.sql, read.params) for read in reads))
         answers = [reads[0].finish(cursor.fetchall())]
         for read in reads[1:]:
             cursor.nextset()

@@ -68,6 +68,19 @@ def _wrapped(cursor: psycopg.Cursor[Any], db: BaseDatabaseWrapper) -> CursorWrap
 
 _collecting = threading.local()
 
+#: between the statements of one query (``sent_as_one``, ``reads.run_together``)
+SEPARATOR = ";\n"
+
+
+def one_query(texts: Iterable[str]) -> str:
+    """Statements already quoted, as the text of one query."""
+    return SEPARATOR.join(texts)
+
+
+def statements_of(query: str) -> list[str]:
+    """The statements of a query ``one_query`` made (for the benchmarks' listings)."""
+    return [part for part in query.split(SEPARATOR) if part.strip()]
+
 
 @dataclass
 class _Collected:
@@ -122,7 +135,7 @@ def sent_as_one() -> Iterator[None]:
         _collecting.statements = None
     if collected.texts:
         with _wrapped(psycopg.Cursor(db.connection), db) as cursor:
-            cursor.execute(";\n".join(collected.texts))
+            cursor.execute(one_query(collected.texts))
 
 
 def quoter() -> Callable[[str, Any], str]:

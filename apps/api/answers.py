@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.ledger import selectors
-from apps.ledger.selectors import JoinedPage
+from apps.ledger.selectors import EventPage, spliced
 from apps.ledger.write_path import Caller, Outcome, submit_batch
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -37,12 +37,11 @@ def query_int(raw: str | None, name: str, default: int) -> int:
     return int(raw)
 
 
-def events_body(page: JoinedPage) -> bytes:
+def events_body(page: EventPage) -> bytes:
     """``{"events": [...], "head", "next_after"}``: the stored documents are already JSON,
     spliced instead of decoded and encoded again."""
-    return (
-        f'{{"events":[{page.joined}],"head":{page.head},"next_after":{page.next_after}}}'
-    ).encode()
+    suffix = f'],"head":{page.head},"next_after":{page.next_after}}}'
+    return spliced('{"events":[', page.documents, suffix).encode()
 
 
 def outcome_headers(outcome: Outcome) -> dict[str, str]:

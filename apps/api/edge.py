@@ -51,7 +51,7 @@ from apps.artifacts.http import (
     refuse,
     unavailable,
 )
-from apps.ledger.selectors import DEFAULT_PAGE, JoinedPage, readable_page
+from apps.ledger.selectors import DEFAULT_PAGE, EventPage, readable_page
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
     Authenticated,
@@ -231,7 +231,7 @@ def _query(scope: Scope) -> QueryDict:
 
 def _events_page(
     token: str, remembered: Caller | None, group: str, query: QueryDict
-) -> tuple[Authenticated | None, JoinedPage]:
+) -> tuple[Authenticated | None, EventPage]:
     """On an edge thread: judge the token unless ``remembered``, then the page. A remembered
     token's session is checked in the page's round trip (``readable_page``)."""
     authenticated: Authenticated | None = None

@@ -15,6 +15,9 @@ import asyncio
 import json
 import logging
 import time
+from bisect import bisect_right
+from functools import partial
+from itertools import accumulate
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -23,9 +26,11 @@ from django.conf import settings
 
 from apps.ledger import metrics, selectors
 from apps.ledger.broadcast import group_channel
+from apps.ledger.selectors import spliced
 from apps.ledger.write_path import Caller
 from apps.stream import cursors as ack_cursors
 from apps.stream import tails
+from apps.stream.read_ahead import ReadAhead
 from missionweave.protocol import strictjson
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
@@ -38,6 +43,20 @@ BATCH_EVENTS = 1000
 BATCH_BYTES = 256 * 1024
 
 
+def batch_ends(sizes: list[int]) -> list[int]:
+    """Where each ``EVENTS`` frame of events of ``sizes`` (characters) ends, exclusive: as
+    many events as fit in ``BATCH_EVENTS`` and ``BATCH_BYTES`` of documents, one at least.
+    Found by bisecting the running total, not by a loop per event (a replay's page holds a
+    thousand)."""
+    totals = [0, *accumulate(sizes)]
+    ends, start = [], 0
+    while start < len(sizes):
+        fits = bisect_right(totals, totals[start] + BATCH_BYTES) - 1
+        start = max(start + 1, min(fits, start + BATCH_EVENTS))
+        ends.append(start)
+    return ends
+
+
 @database_sync_to_async
 def _check_subscription(group_id: str, principal: str) -> tuple[int, str]:
     """The group's head and its hash if ``principal`` may read it; ``ProtocolError``
@@ -47,9 +66,10 @@ def _check_subscription(group_id: str, principal: str) -> tuple[int, str]:
 
 
 @database_sync_to_async
-def _read(group_id: str, principal: str, after: int) -> tuple[bool, list[str]]:
-    """(still a member, the next page of events after ``after`` up to the committed head):
-    the membership, the head and the page in one round trip on PostgreSQL."""
+def _read(group_id: str, principal: str, after: int) -> selectors.EventPage | None:
+    """The next page of events after ``after`` up to the committed head, ``None`` when
+    ``principal`` is no longer a member: the membership, the head and the page in one round
+    trip on PostgreSQL."""
     return selectors.member_page(group_id, principal, after=after, limit=tails.PAGE)
 
 
@@ -227,7 +247,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
         """Send every event after the group's cursor up to what is visible, in order.
 
         From the group's tail when it holds the cursor's successors (the live case: no
-        database read of its own), else from the log, page by page (a replay). A membership
+        database read of its own), else from the log, page by page (a replay), with the
+        next pages' reads queued behind the current one (``ReadAhead``). A membership
         revoked after the head it was checked at ends the subscription before anything later
         is sent. A cursor below the online floor (events archived, at SUBSCRIBE or while this
         socket lagged) ends it with ``CURSOR_TOO_OLD`` and the snapshot to restore (wire.md
@@ -235,6 +256,14 @@ class StreamConsumer(AsyncWebsocketConsumer):
         """
         assert self.caller is not None
         principal = self.caller.principal
+        ahead = ReadAhead(partial(_read, group_id, principal), page_size=tails.PAGE)
+        try:
+            await self._pump_pages(group_id, principal, ahead)
+        finally:
+            ahead.cancel()
+
+    async def _pump_pages(self, group_id: str, principal: str, ahead: ReadAhead) -> None:
+        """``_pump``'s loop; a replay's pages come from ``ahead``, read ahead of the cursor."""
         while group_id in self.cursors and not self.gone:
             tail, cursor = self.tails[group_id], self.cursors[group_id]
             if tail.revoked_since(principal, self.member_at[group_id]):
@@ -242,47 +271,43 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 return
             live = tail.covers(cursor, self.member_at[group_id])
             if live:
+                ahead.cancel()
                 documents = tail.after(cursor)
             else:
                 try:
-                    member, documents = await _read(group_id, principal, cursor)
+                    page = await ahead.page_after(cursor)
                 except ProtocolError as error:
                     if error.code is not ErrorCode.CURSOR_TOO_OLD:
                         raise
                     await self._too_old(group_id, error)
                     return
-                if not member:
+                if page is None:
                     await self._end(group_id)
                     return
+                documents = page.documents
             if not documents:
                 return
+            # A page, from the log or the tail, is the contiguous run cursor+1 .. last.
+            last = cursor + len(documents)
             if group_id in self.batched:
-                await self._send_batched(group_id, documents)
+                await self._send_batched(group_id, documents, first=cursor + 1)
             else:
                 for document in documents:
                     await self.send(text_data='{"op":"EVENT","event":' + document + "}")
             if live:  # a replay's events are old by design: not a delivery latency
                 metrics.observe_delivery(documents, sent_at=time.time())
-            self.cursors[group_id] = json.loads(documents[-1])["sequence"]
+            self.cursors[group_id] = last
 
-    async def _send_batched(self, group_id: str, documents: list[str]) -> None:
-        """``EVENTS`` frames of consecutive events (wire.md §7, ``"batch": true``): at most
-        ``BATCH_EVENTS`` and about ``BATCH_BYTES`` each, with the last one's sequence at the
-        end, where a client finds it without decoding the events."""
+    async def _send_batched(self, group_id: str, documents: list[str], *, first: int) -> None:
+        """``EVENTS`` frames of the consecutive events ``first``, ``first + 1``, …
+        (wire.md §7, ``"batch": true``), cut by ``batch_ends``, with the last one's sequence
+        at the end, where a client finds it without decoding the events."""
         prefix = '{"op":"EVENTS","group":' + json.dumps(group_id) + ',"events":['
         start = 0
-        while start < len(documents):
-            end, size = start + 1, len(documents[start])
-            while (
-                end < len(documents)
-                and end - start < BATCH_EVENTS
-                and size + len(documents[end]) <= BATCH_BYTES
-            ):
-                size += len(documents[end])
-                end += 1
-            last = json.loads(documents[end - 1])["sequence"]
-            body = ",".join(documents[start:end])
-            await self.send(text_data=f'{prefix}{body}],"last":{last}}}')
+        for end in batch_ends([len(document) for document in documents]):
+            await self.send(
+                text_data=spliced(prefix, documents[start:end], f'],"last":{first + end - 1}}}')
+            )
             start = end
 
     async def _unsubscribe(self, group_id: str) -> None:

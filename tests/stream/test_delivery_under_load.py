@@ -64,6 +64,8 @@ pytestmark = [
 GROUPS = 4
 WRITERS = 8
 SUBSCRIBERS = 50
+#: memberships granted in groups[0] just after the revocation, so events follow it
+LATE_GRANTS = 3
 EVENTS = proofs.size(sample=2_000, full=10_000)  # a multiple of WRITERS
 #: the pause between two dropped sockets: 10–60 ms at 10,000 events, shorter in proportion in
 #: a sample, so that every size drops about as many sockets per event written
@@ -81,6 +83,7 @@ class Cast:
     subscribers: list[tuple[AgentPersona, list[str]]]
     revoked: AgentPersona  # a member of groups[0], revoked while events flow
     outsider: AgentPersona  # never a member of groups[1]
+    late: list[AgentPersona]  # granted into groups[0] right after the revocation
 
 
 def _cast() -> Cast:
@@ -106,7 +109,8 @@ def _cast() -> Cast:
     factories.grant(alice, groups[0], revoked, "worker")
     outsider = factories.agent(factories.unique("outsider"), org)
     factories.grant(alice, groups[0], outsider, "worker")
-    return Cast(groups, alice, writers, subscribers, revoked, outsider)
+    late = [factories.agent(factories.unique("late"), org) for _ in range(LATE_GRANTS)]
+    return Cast(groups, alice, writers, subscribers, revoked, outsider, late)
 
 
 class CountingFeed(EventFeed):
@@ -281,6 +285,10 @@ def _deliver_under_load(
         group_id=cast.groups[0], admin=cast.alice.caller, principal=cast.revoked.principal
     )
     revoked_at = revocation.body["events"][0]["sequence"]
+    # Events after the revocation whatever the writers' pace: on a fast machine they can be
+    # done before it, and "nothing after the revocation" would hold with nothing to withhold.
+    for persona in cast.late:
+        factories.grant(cast.alice, cast.groups[0], persona, "worker")
     writers.wait(timeout=600)
     writing.clear()
     chaos_thread.join()
@@ -290,6 +298,7 @@ def _deliver_under_load(
     report = json.loads(writers.stdout.read())
     assert (report["accepted"], report["refused"]) == (EVENTS, []), report
     targets.update(_heads(cast.groups))
+    assert targets[cast.groups[0]] >= revoked_at + LATE_GRANTS  # something to withhold
     for thread in followers[: len(readers)]:
         thread.join(timeout=600)
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from apps.ledger.models import CommandRecord, Event, GroupLog
-from apps.ledger.statements import _Collected
+from apps.ledger.statements import COPY_FROM_ROWS, _Collected
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.work.models import Mission
 from tests.factories import World, mission_body, unique
@@ -56,16 +56,18 @@ def test_any_text_is_stored_exactly_as_sent(world: World, goal: str) -> None:
 
 
 @pytest.mark.django_db
-def test_a_batch_costs_two_queries_however_many_commands_it_holds(world: World) -> None:
+def test_a_batch_costs_the_same_queries_however_many_commands_it_holds(world: World) -> None:
     """issue 15 §2: the lock with the reads under it in one query, every write of the batch
-    in another, whether it holds one command or forty (once the process knows the agent's
-    keys, ``agents``)."""
+    in another, whether it holds one command or thirty (once the process knows the agent's
+    keys, ``agents``); from ``COPY_FROM_ROWS`` commands on, the events, the missions and the
+    records go by one ``COPY`` each before it, whether the batch holds 32 commands or 96."""
     submit_command(
         group_id=world.group,
         document=world.w1.command(world.group, "mission.create", mission_body()),
         caller=world.w1.caller,
     )
-    for size in (1, 40):
+    queries = {}
+    for size in (1, COPY_FROM_ROWS - 1, COPY_FROM_ROWS, 3 * COPY_FROM_ROWS):
         documents = [
             world.w1.command(world.group, "mission.create", mission_body()) for _ in range(size)
         ]
@@ -75,7 +77,53 @@ def test_a_batch_costs_two_queries_however_many_commands_it_holds(world: World) 
             )
 
         assert all(isinstance(r, Outcome) and r.status == 201 for r in results)
-        assert len(captured.captured_queries) == 2, [q["sql"][:80] for q in captured]
+        queries[size] = [query["sql"].partition(" FROM STDIN")[0] for query in captured]
+    assert len(queries[1]) == len(queries[COPY_FROM_ROWS - 1]) == 2
+    copies = [query for query in queries[COPY_FROM_ROWS] if "COPY " in query]
+    assert sorted(query.partition("COPY ")[2].split(" ")[0] for query in copies) == [
+        '"ledger_commandrecord"',
+        '"work_mission"',
+        "ledger_event",
+    ]
+    assert len(queries[COPY_FROM_ROWS]) == 5
+    assert [q.partition("times: ")[2] for q in queries[3 * COPY_FROM_ROWS][1:4]] == [
+        q.partition("times: ")[2] for q in queries[COPY_FROM_ROWS][1:4]
+    ]
+    assert_log_consistent(world.group)
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(goals=st.lists(GOALS, min_size=COPY_FROM_ROWS, max_size=COPY_FROM_ROWS))
+@example(goals=["it's \\'; \\N \t\n\r \\. \\\\ 😀 %s $1"] * COPY_FROM_ROWS)
+@pytest.mark.django_db
+def test_any_text_copied_in_a_batch_is_stored_exactly_as_sent(
+    world: World, goals: list[str]
+) -> None:
+    """wire§3, R16-10: a batch large enough to go by ``COPY`` stores each goal byte for
+    byte in the mission row and the event document — COPY's own escapes (backslashes,
+    ``\\N``, tabs, newlines, ``\\.``) included — and the chain holds."""
+    missions = [unique("m") for _ in goals]
+    documents = [
+        world.w1.command(world.group, "mission.create", mission_body(mission, goal=goal))
+        for mission, goal in zip(missions, goals, strict=True)
+    ]
+
+    results = submit_batch(group_id=world.group, documents=documents, caller=world.w1.caller)
+
+    assert [r.status for r in results] == [201] * len(goals)
+    stored = dict(
+        Mission.objects.filter(group_id=world.group, mission_id__in=missions).values_list(
+            "mission_id", "goal"
+        )
+    )
+    assert [stored[mission] for mission in missions] == goals
+    events = Event.objects.filter(group_id=world.group, command_id__in=[d["id"] for d in documents])
+    assert sorted(e.as_wire()["payload"]["goal"] for e in events) == sorted(goals)
     assert_log_consistent(world.group)
 
 
@@ -100,6 +148,20 @@ def test_a_statement_that_fails_leaves_nothing_of_its_run(world: World) -> None:
     assert not Mission.objects.filter(group_id=world.group, mission_id=mission).exists()
     assert not CommandRecord.objects.filter(command_id=document["id"]).exists()
     assert GroupLog.objects.get(group_id=world.group).head_sequence == head.head_sequence
+
+
+def test_an_insert_of_many_rows_is_kept_for_copy() -> None:
+    """From ``COPY_FROM_ROWS`` rows an ``INSERT`` is kept as a ``COPY`` of its columns, its
+    rows unquoted; fewer rows, or an ``INSERT`` that is not a plain row of placeholders,
+    stays in the text."""
+    collected = _Collected(lambda sql, params: sql.replace("%s", repr(params[0])))
+    rows = [[index] for index in range(COPY_FROM_ROWS)]
+
+    collected.executemany('INSERT INTO "t" ("a") VALUES (%s)', rows)
+    collected.executemany("INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING", rows[:1] * 40)
+
+    assert collected.copies == [('COPY "t" ("a") FROM STDIN', rows)]
+    assert collected.texts == ["INSERT INTO t (a) VALUES (0) ON CONFLICT DO NOTHING"] * 40
 
 
 def test_many_rows_of_an_insert_become_one_statement_and_others_stay_one_each() -> None:

@@ -316,6 +316,8 @@ def _one_kind(sql: str) -> str:
     verb = words[0].upper()
     if verb in ("SAVEPOINT", "RELEASE", "ROLLBACK"):
         return f"{verb} (savepoint)" if verb != "RELEASE" else "RELEASE SAVEPOINT"
+    if verb == "COPY" and len(words) > 1:  # COPY table (columns) FROM STDIN
+        return f"COPY {words[1].split('(')[0]}"
     upper = [word.upper() for word in words]
     for keyword in ("FROM", "INTO", "UPDATE"):
         if keyword in upper:

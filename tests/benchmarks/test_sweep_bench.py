@@ -111,6 +111,9 @@ def test_statements_are_grouped_by_verb_and_table():
     assert statement_kind('UPDATE "work_workitem" SET a = 1') == "UPDATE work_workitem"
     assert statement_kind('SAVEPOINT "s1"') == "SAVEPOINT (savepoint)"
     assert statement_kind('RELEASE SAVEPOINT "s1"') == "RELEASE SAVEPOINT"
+    assert statement_kind('COPY "ledger_commandrecord" ("a", "b") FROM STDIN') == (
+        "COPY ledger_commandrecord"
+    )
     assert (
         statement_kind(
             "INSERT INTO ledger_event (a) VALUES (1), (2);\nUPDATE t SET a = 1;\n"

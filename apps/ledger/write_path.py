@@ -45,7 +45,16 @@ from missionweave.protocol.facts import Command, Decision, FollowUp
 from missionweave.protocol.identifiers import AUTHORITY, is_agent, user_principal, username_of
 from missionweave.protocol.memberships import current_epoch, membership_key
 
-from . import agents, artifacts, capabilities, metrics, outbox, reactions, signatures
+from . import (
+    agents,
+    artifacts,
+    capabilities,
+    metrics,
+    outbox,
+    parallel_signatures,
+    reactions,
+    signatures,
+)
 from . import head as heads
 from .broadcast import announce_head
 from .projections import load_view
@@ -301,12 +310,9 @@ def submit_batch(
     types = [metrics.command_type(document) for document in documents]
     metrics.BATCH_SIZE.observe(len(documents))
     with metrics.timed(metrics.BATCH):
-        results: list[Outcome | ProtocolError | Verified] = []
-        for document in documents:
-            try:
-                results.append(verify(group_id, document, caller, admin=False))
-            except ProtocolError as refusal:
-                results.append(refusal)
+        results: list[Outcome | ProtocolError | Verified] = [
+            *verify_each(group_id, documents, caller)
+        ]
         try:
             outcomes = _run_batch(group_id, results, caller)
         except ProtocolError as refusal:  # the whole request (no such group)
@@ -388,38 +394,79 @@ def verify(group_id: str, document: object, caller: Caller, *, admin: bool) -> V
     (``agents.keys_for_signature``), read again when they refuse it; ``_apply`` confirms
     them under the group lock before anything else.
     """
+    (verified,) = verify_each(group_id, [document], caller, admin=admin)
+    if isinstance(verified, ProtocolError):
+        raise verified
+    return verified
+
+
+def verify_each(
+    group_id: str, documents: Sequence[object], caller: Caller, *, admin: bool = False
+) -> list[Verified | ProtocolError]:
+    """``verify`` of each of a batch's documents, in order, the refusal in place of a
+    refused one: parsed, the actor matched to the token, the signature (a batch's checked
+    side by side on the cores: ``parallel_signatures``), the clock."""
+    parsed: list[tuple[Envelope, CommandSpec, tuple[str, ...]] | ProtocolError] = []
+    checks: list[parallel_signatures.Check] = []
+    for document in documents:
+        try:
+            envelope, spec = _parsed(group_id, document, caller, admin=admin)
+        except ProtocolError as refusal:
+            parsed.append(refusal)
+            checks.append(None)
+            continue
+        if envelope.actor_kind == "agent":  # every agent's, also one with no key at all
+            keys = agents.keys_for_signature(envelope.actor_name)
+            checks.append((envelope, agents.parsed(keys)))
+        else:
+            keys = ()
+            checks.append(None)
+        parsed.append((envelope, spec, keys))
+    results: list[Verified | ProtocolError] = []
+    for item, refusal in zip(parsed, parallel_signatures.refusals(checks), strict=True):
+        if isinstance(item, ProtocolError):
+            results.append(item)
+            continue
+        envelope, spec, keys = item
+        try:
+            if refusal is not None:
+                keys = _signed_by_a_newer_key(envelope, keys, refusal)
+            check_clock_skew(envelope.issued_at, timezone.now())
+        except ProtocolError as later_refusal:
+            results.append(later_refusal)
+            continue
+        results.append(Verified(envelope, spec, keys))
+    return results
+
+
+def _parsed(
+    group_id: str, document: object, caller: Caller, *, admin: bool
+) -> tuple[Envelope, CommandSpec]:
+    """wire.md §3 step 2 and the actor's token: the envelope and its command's spec."""
     known = ADMIN_COMMAND_TYPES if admin else PUBLIC_COMMAND_TYPES
     envelope = parse_envelope(
         document, path_group=group_id, known_types=known, supported_extensions=SUPPORTED_EXTENSIONS
     )
-    spec = COMMANDS[envelope.type]
     if caller.kind != "authority" and envelope.actor != caller.principal:
         raise ProtocolError(
             ErrorCode.FORBIDDEN,
             f"the token authenticates {caller.principal}, not {envelope.actor}",
             requirement="wire§3",
         )
-    key_texts: tuple[str, ...] = ()
-    if envelope.actor_kind == "agent":
-        key_texts = _checked_signature(envelope)
-    check_clock_skew(envelope.issued_at, timezone.now())
-    return Verified(envelope, spec, key_texts)
+    return envelope, COMMANDS[envelope.type]
 
 
-def _checked_signature(envelope: Envelope) -> tuple[str, ...]:
-    """wire.md §3 step 3 against the cached keys of the agent, then, if they refuse it,
-    against its keys read now (one added since): the keys that verified it."""
-    agent_id = envelope.actor_name
-    keys = agents.keys_for_signature(agent_id)
-    try:
-        check_signature(envelope, agents.parsed(keys))
-    except ProtocolError:
-        fresh = agents.keys_for_signature(agent_id, fresh=True)
-        if fresh == keys:
-            raise
-        check_signature(envelope, agents.parsed(fresh))
-        keys = fresh
-    return keys
+def _signed_by_a_newer_key(
+    envelope: Envelope, refused_by: tuple[str, ...], refusal: ProtocolError
+) -> tuple[str, ...]:
+    """wire.md §3 step 3 again when the cached keys ``refused_by`` refused the signature:
+    against the agent's keys read now (one added since), which are returned if they verify
+    it; ``refusal`` stands when they are the same keys."""
+    fresh = agents.keys_for_signature(envelope.actor_name, fresh=True)
+    if fresh == refused_by:
+        raise refusal
+    check_signature(envelope, agents.parsed(fresh))
+    return fresh
 
 
 def _apply(head: heads.Head, stage: Stage, verified: Verified, caller: Caller) -> Outcome:

@@ -3,19 +3,21 @@ lock by the one statement that reads the session epoch (issue 15 §1), never tru
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from apps.ledger import agents
+from apps.ledger import agents, parallel_signatures
 from apps.ledger.models import Event
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.registry.models import AgentKey
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.signing import generate_private_key, public_key_text
-from tests.factories import World, mission_body
+from tests.factories import World, mission_body, now_text
 
 
 def _key_lookups(captured: CaptureQueriesContext) -> int:
@@ -95,3 +97,54 @@ def test_an_item_signed_with_an_unknown_key_is_still_refused_inside_a_batch(worl
     assert isinstance(refused, ProtocolError)
     assert refused.code is ErrorCode.INVALID_SIGNATURE
     assert isinstance(last, Outcome)
+
+
+@pytest.mark.django_db
+def test_a_batch_checked_on_several_threads_refuses_exactly_the_items_verify_refuses(
+    world: World,
+) -> None:
+    """wire§3 steps 2–4, wire§4 batch: a batch large enough for its signatures to be
+    checked side by side (``parallel_signatures``) answers each item as ``verify`` alone
+    would: a forged signature, a body changed after signing, a clock 400 s off and a
+    malformed envelope are refused at their places; a key added after the process cached
+    the others verifies; every other item is applied, in order."""
+    _submit(world, "m-warm")  # the process caches w1's keys
+    new_key = generate_private_key()
+    AgentKey.objects.create(agent_id=world.w1.id, public_key=public_key_text(new_key.public_key()))
+    documents: list[object] = [
+        world.w1.command(world.group, "mission.create", mission_body(f"m-par-{n}"))
+        for n in range(3 * parallel_signatures.PARALLEL_FROM)
+    ]
+
+    def resigned(index: int, key: Any, **changes: Any) -> None:
+        document = documents[index]
+        assert isinstance(document, dict)
+        unsigned = {k: v for k, v in document.items() if k != "signature"} | changes
+        documents[index] = signed_envelope(key, unsigned)
+
+    resigned(3, generate_private_key())  # forged
+    resigned(20, new_key)  # the rotated-in key
+    resigned(31, world.w1.key, issued_at=now_text(-400))
+    tampered = documents[40]
+    assert isinstance(tampered, dict)
+    documents[40] = {**tampered, "body": mission_body("m-par-tampered")}
+    documents[45] = {"not": "an envelope"}
+
+    results = submit_batch(group_id=world.group, documents=documents, caller=world.w1.caller)
+
+    refused = {
+        index: result.code
+        for index, result in enumerate(results)
+        if isinstance(result, ProtocolError)
+    }
+    assert refused == {
+        3: ErrorCode.INVALID_SIGNATURE,
+        31: ErrorCode.CLOCK_SKEW,
+        40: ErrorCode.INVALID_SIGNATURE,
+        45: ErrorCode.MALFORMED,
+    }
+    assert all(
+        isinstance(result, Outcome) and result.status == 201
+        for index, result in enumerate(results)
+        if index not in refused
+    )

@@ -72,3 +72,13 @@ def _executor() -> ThreadPoolExecutor:
                 max_workers=max(1, THREADS - 1), thread_name_prefix="mwp-signatures"
             )
         return _pool
+
+
+def _forget_pool() -> None:
+    """In a forked child (a server's or Celery's worker processes): the parent's threads
+    did not come along, so its pool cannot run anything here; the child makes its own."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)

@@ -4,7 +4,10 @@ Pure: envelopes signed here, no database."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -79,3 +82,41 @@ def test_a_large_batch_is_checked_on_more_than_one_thread(
 
     assert parallel_signatures.refusals(checks) == [None] * len(checks)
     assert len(threads) == min(parallel_signatures.THREADS, 2)
+
+
+# what this test is about: a pool's threads do not survive a fork (the child here runs
+# only the checks, which take no lock another thread may hold)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork")
+def test_a_forked_child_checks_on_its_own_pool() -> None:
+    """A process forked after the pool was made (a server's or Celery's workers) does not
+    inherit its threads: the child makes its own pool and its checks still complete."""
+    checks: list[parallel_signatures.Check] = [
+        (_envelope(i, forged=i == 5), [KEY.public_key()])
+        for i in range(parallel_signatures.PARALLEL_FROM * 2)
+    ]
+    parallel_signatures.refusals(checks)  # the parent's pool exists now
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        found = parallel_signatures.refusals(checks)
+        os.write(write, ",".join(str(r is not None) for r in found).encode())
+        os._exit(0)
+    os.close(write)
+    status = _waited(child, seconds=30)
+    with os.fdopen(read) as answer:
+        flags = answer.read().split(",")
+    assert status == 0, "the child's checks did not complete"
+    assert flags == [str(i == 5) for i in range(len(checks))]
+
+
+def _waited(child: int, *, seconds: float) -> int | None:
+    """The child's exit code, or ``None`` (and the child killed) if it hangs."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    return None

@@ -82,10 +82,18 @@ def prepare_tables(url: str, groups: int) -> None:
 
 
 def pgbench(
-    url: str, arguments: list[str], *, seconds: float, name: str, params: dict[str, object]
+    url: str,
+    arguments: list[str],
+    *,
+    clients: int,
+    groups: int,
+    seconds: float,
+    name: str,
+    params: dict[str, object] | None = None,
 ) -> Measurement:
-    """pgbench with ``arguments`` (mode, clients, scripts, variables) for ``seconds`` against
-    ``url``: its rate (without connection set-up) and every transaction's latency."""
+    """pgbench with ``arguments`` (mode, scripts, variables) at ``clients`` connections (one
+    thread each) for ``seconds`` against ``url``: its rate (without connection set-up) and
+    every transaction's latency, its params naming the cell (``clients``, ``groups``)."""
     whole_seconds = max(1, round(seconds))  # pgbench -T takes whole seconds
     info = conninfo_to_dict(url)
     connection_args = [
@@ -101,6 +109,10 @@ def pgbench(
             "-n",  # no VACUUM of pgbench's own tables (there are none)
             "-T",
             str(whole_seconds),
+            "-c",
+            str(clients),
+            "-j",
+            str(clients),
             *arguments,
             "--log",
             f"--log-prefix={Path(tmp) / 'pgb'}",
@@ -126,7 +138,7 @@ def pgbench(
         operations=round(tps * whole_seconds),
         elapsed_s=whole_seconds,
         latencies_s=latencies,
-        params=params,
+        params={"clients": clients, "groups": groups, **(params or {})},
     )
 
 
@@ -147,15 +159,17 @@ def read_pgbench_logs(directory: Path) -> list[float]:
 def run_pgbench(url: str, *, clients: int, groups: int, seconds: float) -> Measurement:
     """pgbench's gapless append at ``clients`` connections over ``groups`` groups."""
     prepare_tables(url, groups)
-    arguments = ["-M", "prepared", "-c", str(clients), "-j", str(clients), "-f", str(SCRIPT)]
+    arguments = ["-M", "prepared", "-f", str(SCRIPT)]
     for name, value in (("groups", groups), ("payload", PAYLOAD), ("hash", HASH)):
         arguments += ["-D", f"{name}={value}"]
     return pgbench(
         url,
         arguments,
+        clients=clients,
+        groups=groups,
         seconds=seconds,
         name="pgbench",
-        params={"clients": clients, "groups": groups, "protocol": "prepared"},
+        params={"protocol": "prepared"},
     )
 
 

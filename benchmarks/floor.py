@@ -123,13 +123,6 @@ def run_floor(
 ) -> Measurement:
     """pgbench running the scripts of the first ``groups`` groups at ``clients`` connections,
     each transaction's script (so its group) drawn at random, as the ceiling draws its group."""
-    arguments = ["-c", str(clients), "-j", str(clients)]
-    for index in range(groups):
-        arguments += ["-f", f"{directory / f'floor-{index:02d}.sql'}@1"]
-    return pgbench(
-        url,
-        arguments,
-        seconds=seconds,
-        name="floor",
-        params={"clients": clients, "groups": groups},
-    )
+    scripts = [f"{directory / f'floor-{index:02d}.sql'}@1" for index in range(groups)]
+    arguments = [arg for script in scripts for arg in ("-f", script)]
+    return pgbench(url, arguments, clients=clients, groups=groups, seconds=seconds, name="floor")

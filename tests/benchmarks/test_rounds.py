@@ -24,13 +24,18 @@ def _results(rounds: int) -> Results:
     return Results(command="pytest", config=config, started_at=datetime.now(UTC))
 
 
+def _one_cell(results: Results, **rates: list[float]) -> None:
+    """Round by round, each named series' rate in the cell of 1 group and 1 client."""
+    for name, series in rates.items():
+        for round_, rate in enumerate(series):
+            getattr(results, name).append(_measured(name, rate, round_, groups=1, clients=1))
+
+
 def test_a_ratio_is_the_median_of_the_rounds_paired_ratios() -> None:
     """Each round's figure over the same round's ceiling (0.10, 0.05, 0.20): the median is
     0.10, and the table shows the round with the median rate."""
     results = _results(3)
-    for round_, (ceiling, figure) in enumerate([(1000, 100), (1000, 50), (500, 100)]):
-        results.pgbench.append(_measured("pgbench", ceiling, round_, groups=1, clients=1))
-        results.http.append(_measured("http", figure, round_, groups=1, clients=1))
+    _one_cell(results, pgbench=[1000, 1000, 500], http=[100, 50, 100])
 
     collapsed = collapse(results)
 
@@ -65,9 +70,7 @@ def test_cells_and_batch_sizes_are_collapsed_each_on_their_own() -> None:
 
 def test_the_report_shows_the_median_ratio_and_each_rounds() -> None:
     results = _results(3)
-    for round_, figure in enumerate([90, 80, 100]):
-        results.pgbench.append(_measured("pgbench", 1000, round_, groups=1, clients=1))
-        results.http.append(_measured("http", figure, round_, groups=1, clients=1))
+    _one_cell(results, pgbench=[1000, 1000, 1000], http=[90, 80, 100])
 
     document = render(collapse(results))
 
@@ -89,12 +92,7 @@ def test_a_figure_over_the_floor_is_paired_by_round_like_its_ratio_to_the_ceilin
     and a divisor of the server's figures, each paired with the same round's: 0.5, 0.4, 0.6
     of the ceiling; the HTTP figure 0.25, 0.2, 0.5 of the floor. Both show in the report."""
     results = _results(3)
-    for round_, (ceiling, floor, figure) in enumerate(
-        [(1000, 500, 125), (1000, 400, 80), (500, 300, 150)]
-    ):
-        results.pgbench.append(_measured("pgbench", ceiling, round_, groups=1, clients=1))
-        results.floor.append(_measured("floor", floor, round_, groups=1, clients=1))
-        results.http.append(_measured("http", figure, round_, groups=1, clients=1))
+    _one_cell(results, pgbench=[1000, 1000, 500], floor=[500, 400, 300], http=[125, 80, 150])
 
     collapsed = collapse(results)
 

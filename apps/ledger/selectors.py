@@ -133,9 +133,7 @@ def member_page(group_id: str, principal: str, *, after: int, limit: int) -> Eve
     membership, head, page = _member_head_page(group_id, principal, after, limit, None)
     if head is None or membership is None or not membership.active:
         return None
-    if head <= after:
-        return EventPage([], head, after)
-    return page()
+    return page()  # at or past the head: no event, next_after = after
 
 
 def _member_head_page(

@@ -84,9 +84,8 @@ class ReadAhead:
 
     def _top_up(self, page: EventPage) -> None:
         """Queue reads behind ``page`` up to ``depth``, none starting at or past the head it
-        was read at (what follows is the live tail's, or the next call's)."""
-        if self._queued and self._queued[0][0] != page.next_after:
-            self.cancel()  # never: the queue was laid out from a full page's end
+        was read at (what follows is the live tail's, or the next call's). What is queued
+        already starts at ``page``'s end: a full page ends ``page_size`` after its cursor."""
         after = self._queued[-1][0] + self._page_size if self._queued else page.next_after
         while len(self._queued) < self._depth and after < page.head:
             self._queue(after)

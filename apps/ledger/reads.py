@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .statements import current, hot_cursor, one_query, quoter
+from .statements import current, hot_cursor, one_query, opens_its_transaction, quoter
 
 Row = tuple[Any, ...]
 
@@ -35,15 +35,21 @@ class Read[T]:
 
 
 def run_together(reads: Sequence[Read[Any]]) -> list[Any]:
-    """Each read's answer, in order: one round trip on PostgreSQL."""
+    """Each read's answer, in order: one round trip on PostgreSQL, which also begins the
+    transaction when it is a write's first (``statements.opens_its_transaction``)."""
     if not reads:
         return []
     db = current()
     if db.vendor != "postgresql":
         return [run_one(read) for read in reads]
     quote = quoter()
+    texts = [quote(read.sql, read.params) for read in reads]
     with hot_cursor() as cursor:
-        cursor.execute(one_query(quote(read.sql, read.params) for read in reads))
+        if opens_its_transaction(db):
+            cursor.execute(one_query(["BEGIN", *texts]))
+            cursor.nextset()
+        else:
+            cursor.execute(one_query(texts))
         answers = [reads[0].finish(cursor.fetchall())]
         for read in reads[1:]:
             cursor.nextset()

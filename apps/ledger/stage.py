@@ -34,21 +34,7 @@ from .agents import Standing
 from .models import CommandRecord
 from .reads import run_one, run_together
 from .records import Pair, Recorded
-from .statements import current, hot_cursor, insert_rows, sent_as_one
-
-
-def _commits_here(db: Any) -> bool:
-    """Whether a flush may end the transaction: PostgreSQL, inside exactly one atomic block
-    (not a test's, not a caller's that writes after it) that is not already failing.
-
-    psycopg's ``commit()`` returns without a round trip once the connection is idle, so the
-    block's exit stays Django's: its ``on_commit`` callbacks run as before."""
-    return (
-        db.vendor == "postgresql"
-        and len(db.atomic_blocks) == 1
-        and not db.atomic_blocks[0]._from_testcase
-        and not db.needs_rollback
-    )
+from .statements import commits_here, current, hot_cursor, insert_rows, sent_as_one
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,10 +157,11 @@ class Stage:
         """Write everything staged and the advanced head: one round trip on PostgreSQL.
 
         When the stage's transaction is the outermost one, the ``COMMIT`` rides in the same
-        round trip (``_commits_here``): nothing may be written in it after the flush, and
-        Django's own commit on leaving the block then finds nothing to do."""
+        round trip (``statements.commits_here``; the reads' round trip began it): nothing may
+        be written in it after the flush, and Django's own commit on leaving the block then
+        finds nothing to do."""
         db = current()
-        commit = _commits_here(db)
+        commit = commits_here(db)
         with sent_as_one():
             heads.insert_events(self.event_rows)
             self.flush_projections()

@@ -181,6 +181,51 @@ def copy_rows(cursor: CursorWrapper, statement: str, rows: Sequence[Sequence[Any
         cursor._execute_with_wrappers(statement, rows, many=True, executor=copy)
 
 
+def opens_its_transaction(db: BaseDatabaseWrapper) -> bool:
+    """Whether the query about to be sent may begin the write's transaction itself, with a
+    ``BEGIN`` as its first statement: the symmetry of ``Stage.flush``'s ``COMMIT``, so a
+    command costs two round trips instead of three (issue 15 §1: "as few round trips as
+    the semantics allow").
+
+    Only for the outermost block of a write (``commits_here``) whose transaction has not
+    begun yet, with psycopg's plain ``BEGIN`` (no isolation level, read-only or deferrable
+    of its own). When it answers yes, psycopg has just been told not to send its own
+    ``BEGIN`` before the query (its ``autocommit``, which it lets change only while no
+    transaction is open); the caller must send the query next, ``BEGIN`` first. From then
+    on the server holds the transaction: psycopg's ``commit()`` and ``rollback()`` act on
+    the server's transaction status, not on that flag, so Django's leaving the block —
+    ``COMMIT`` already sent by the flush, or a rollback on error — is unchanged, and its
+    ``set_autocommit(True)`` on the way out is what it would set anyway."""
+    raw = db.connection
+    if (
+        not commits_here(db)
+        or raw is None
+        or raw.autocommit
+        or raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        or raw.isolation_level is not None
+        or raw.read_only is not None
+        or raw.deferrable is not None
+    ):
+        return False
+    raw.autocommit = True
+    return True
+
+
+def commits_here(db: BaseDatabaseWrapper) -> bool:
+    """Whether a write's query may end (or begin) the transaction: PostgreSQL, inside
+    exactly one atomic block (not a test's, not a caller's that writes after it) that is
+    not already failing.
+
+    psycopg's ``commit()`` returns without a round trip once the connection is idle, so the
+    block's exit stays Django's: its ``on_commit`` callbacks run as before."""
+    return (
+        db.vendor == "postgresql"
+        and len(db.atomic_blocks) == 1
+        and not db.atomic_blocks[0]._from_testcase
+        and not db.needs_rollback
+    )
+
+
 def quoter() -> Callable[[str, Any], str]:
     """Quotes a statement's parameters into its text as psycopg's client-side binding does
     (Django's default): for the statements sent together as one query."""

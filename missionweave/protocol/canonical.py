@@ -7,9 +7,9 @@ websocket copy of an event, or a command re-serialised by another language, hash
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+import orjson
 import rfc8785
 
 ZERO_HASH = "sha256:" + "0" * 64
@@ -26,17 +26,21 @@ def canonical_bytes(value: Any) -> bytes:
     Every hash and signature of the protocol is taken over these bytes, so the write path
     encodes every command and event through here, several times each. The ``rfc8785``
     package writes them in pure Python, a few microseconds a node; for the values whose JCS
-    bytes the standard library's C encoder writes identically (``_encoder_ready``), those
-    bytes come from it, several times faster, and everything else still goes to the package,
-    which stays the definition (a property test holds the two equal).
+    bytes ``orjson`` writes identically (``_encoder_ready``), those bytes come from it, in
+    one call of compiled code, and everything else still goes to the package, which stays
+    the definition (a property test holds the two equal). ``orjson`` writes what JCS
+    writes: UTF-8 without escaping beyond the quote, the backslash and the control
+    characters (``\\n``-style where JCS has one, else ``\\u00xx`` in lowercase), members
+    sorted by name, the shortest round-trip digits of a float. On a stored event it takes
+    ~0.8 µs where the standard library's C encoder with ``sort_keys`` took ~8 µs.
     """
     try:
         ready = _encoder_ready(value)
     except _NotReady:
         return rfc8785.dumps(value)
     try:
-        return _ENCODER.encode(ready).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: the package refuses it in its own words
+        return orjson.dumps(ready, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # a lone surrogate: the package refuses it in its own words
         return rfc8785.dumps(value)
 
 
@@ -44,9 +48,6 @@ class _NotReady(Exception):
     """``value`` holds something only the ``rfc8785`` package encodes as JCS says."""
 
 
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
-)
 _SAFE_INTEGER = 2**53 - 1
 #: JCS writes a number as ECMAScript does; Python's ``repr`` writes the same shortest digits,
 #: and without an exponent exactly in this band, as ECMAScript does there
@@ -54,12 +55,13 @@ _FLOAT_LOW, _FLOAT_HIGH = 1e-4, 1e16
 
 
 def _encoder_ready(value: Any) -> Any:
-    """``value`` as the C encoder must see it to write its JCS bytes: the same object when
+    """``value`` as ``orjson`` must see it to write its JCS bytes: the same object when
     nothing needs changing, else a copy with whole floats as integers (JCS writes ``5``
     for 5.0). ``_NotReady`` where the two encodings could differ:
 
     - a name outside the Basic Multilingual Plane (JCS orders names by UTF-16 code units,
-      ``sort_keys`` by code points: the same order unless a surrogate pair is involved);
+      ``orjson`` by their UTF-8 bytes, which is code point order: the same order unless a
+      surrogate pair is involved);
     - a float outside the band where ``repr`` is positional, or not finite;
     - an integer beyond ±(2**53 - 1) (which the package refuses);
     - a name that is not a string, or a type that is not JSON.

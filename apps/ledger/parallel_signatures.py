@@ -1,9 +1,10 @@
 """A batch's Ed25519 signatures checked on several threads (wire.md §3 step 3, issue 15 §2).
 
-Checking one signature takes ~90 µs on this project's 2-core machine kind, a quarter of a
-batched command's whole cost (docs/benchmarks.md, section 3). The ``cryptography`` package
-releases the GIL while it verifies, so the checks of one batch split over the cores run side
-by side: the calling thread takes the first share and a small process-wide pool the others,
+Checking one signature took ~90 µs with OpenSSL on this project's 2-core machine kind, a
+quarter of a batched command's whole cost, and takes ~55 µs with libsodium, which checks
+them now (``protocol.signing``; docs/benchmarks.md, section 3). PyNaCl's calls into
+libsodium release the GIL, so the checks of one batch split over the cores run side by
+side: the calling thread takes the first share and a small process-wide pool the others,
 each share one task (a future per signature would cost more than it saves).
 
 Only the pure check runs on the pool: the keys are read and parsed by the caller (a key

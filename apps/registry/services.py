@@ -110,7 +110,10 @@ def agent_register(*, body: dict[str, Any]) -> tuple[Agent, bool]:
         parse_public_key(body["public_key"])
     except (ValueError, TypeError):
         raise malformed(
-            "public_key is 32 raw bytes in base64url without padding", "$.public_key", "wire§1"
+            "public_key is an Ed25519 public key: 32 raw bytes in base64url without padding, "
+            "a point of the prime-order subgroup",
+            "$.public_key",
+            "wire§1",
         ) from None
     card = _check_agent_card(body["agent_card"])
     if not Organization.objects.filter(pk=organization_id).exists():

@@ -1,22 +1,33 @@
 """Schemathesis hooks for ``tests/api/test_schemathesis.py`` (loaded through
-``SCHEMATHESIS_HOOKS``): the one cross-field rule of the request bodies that JSON Schema
-cannot state.
+``SCHEMATHESIS_HOOKS``): the two rules of the request bodies that JSON Schema cannot state.
 
 wire.md §3 step 2: an envelope's ``group`` is the group of the path (else 400 ``MALFORMED``).
 Generated independently, the two never match, and every schema-valid command would be refused
 for that before anything else was judged; so each envelope sent to a group's command or batch
 endpoint is given the path's group just before it is sent (``before_call`` runs in every
-phase). Everything else stays as generated.
+phase).
+
+wire.md §1 (clarified 2026-12-04): an agent's public key is a point of the curve's
+prime-order subgroup, which about half of all 32-byte strings are not (400 ``MALFORMED``).
+A generated key of the schema's form is replaced by a real one derived from it, so the same
+case sends the same key. Everything else stays as generated.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any
 
 import schemathesis
 
+from missionweave.protocol.signing import private_key_from_seed, public_key_text
+
 COMMANDS = "/api/v1/groups/{group}/commands"
 BATCH = "/api/v1/groups/{group}/commands:batch"
+AGENTS = "/api/v1/agents"
+#: a key as the schema writes it: 32 bytes in unpadded base64url
+_KEY_FORM = re.compile(r"[A-Za-z0-9_-]{43}")
 
 
 def _envelopes(path: str, body: Any) -> list[Any]:
@@ -29,9 +40,19 @@ def _envelopes(path: str, body: Any) -> list[Any]:
 
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    if case.operation.path == AGENTS and isinstance(case.body, dict):
+        _real_key(case.body)
     group = (case.path_parameters or {}).get("group")
     if not isinstance(group, str):
         return
     for envelope in _envelopes(case.operation.path, case.body):
         if isinstance(envelope, dict) and isinstance(envelope.get("group"), str):
             envelope["group"] = group
+
+
+def _real_key(body: dict[str, Any]) -> None:
+    """``body``'s ``public_key``, when it has the schema's form, made a real key."""
+    key = body.get("public_key")
+    if isinstance(key, str) and _KEY_FORM.fullmatch(key):
+        seed = hashlib.sha256(key.encode()).digest()
+        body["public_key"] = public_key_text(private_key_from_seed(seed).public_key())

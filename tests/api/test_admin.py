@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from apps.ledger.models import GroupLog
 from missionweave.protocol.canonical import ZERO_HASH
-from missionweave.protocol.signing import generate_private_key, public_key_text
+from missionweave.protocol.signing import b64url_encode, generate_private_key, public_key_text
 from tests.factories import World, agent_card, human
 
 from .http import API, bearer, error_of, get, head_sequence, json_of, post
@@ -59,6 +59,7 @@ def test_agent_is_registered(api: APIClient, world: World) -> None:
         ({"organization": "org-missing"}, 404, "NOT_FOUND"),
         ({"public_key": "AAAA"}, 400, "MALFORMED"),
         ({"public_key": "A" * 43 + "="}, 400, "MALFORMED"),
+        ({"public_key": b64url_encode(bytes([1]) + bytes(31))}, 400, "MALFORMED"),  # identity
         ({"agent_card": {"name": "x"}}, 400, "MALFORMED"),
         ({"id": "bad id"}, 400, "MALFORMED"),
     ],
@@ -66,7 +67,8 @@ def test_agent_is_registered(api: APIClient, world: World) -> None:
 def test_bad_agent_registration_is_refused(
     api: APIClient, world: World, change: dict, status: int, code: str
 ) -> None:
-    """wire§4/§1: an unknown organisation is 404; a bad key or card is 400."""
+    """wire§4/§1: an unknown organisation is 404; a bad key or card is 400 — a key of
+    small order too (wire§1, clarified 2026-12-04)."""
     body = {**agent_body("w9", world.org), **change}
     error_of(post(api, "/agents", body, world.alice.token), status, code)
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import base64
 
 import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from missionweave.protocol.signing import (
     b64url_decode,
@@ -100,3 +104,77 @@ def test_tampered_or_misencoded_signature_fails(mangle) -> None:  # type: ignore
     key = generate_private_key()
     message = b"payload"
     assert not verify(key.public_key(), message, mangle(sign(key, message)))
+
+
+# --- libsodium's verification against OpenSSL's (issue 15: the faster of the two) ------------
+
+#: the encodings of the points of small order (orders 1, 2, 4 and 8), as libsodium lists them
+SMALL_ORDER_KEYS = [
+    bytes([1]) + bytes(31),  # the identity
+    bytes.fromhex("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+    bytes(32),
+    bytes(31) + bytes([0x80]),
+    bytes.fromhex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"),
+    bytes.fromhex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa"),
+    bytes.fromhex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"),
+    bytes.fromhex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85"),
+]
+#: y = 2 has no x on the curve
+OFF_THE_CURVE = bytes([2]) + bytes(31)
+
+
+def _openssl_verifies(public: bytes, message: bytes, signature: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+    except InvalidSignature:
+        return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.binary(min_size=32, max_size=32),
+    message=st.binary(max_size=2048),
+    flip=st.integers(min_value=0),
+    bit=st.integers(min_value=0, max_value=7),
+    in_signature=st.booleans(),
+)
+def test_libsodium_and_openssl_agree_on_signatures_and_on_any_one_bit_changed(
+    seed: bytes, message: bytes, flip: int, bit: int, in_signature: bool
+) -> None:
+    """wire§3: what a signer makes verifies, and a bit changed in the message or the
+    signature is refused — by ``verify`` (libsodium) exactly as by OpenSSL."""
+    key = private_key_from_seed(seed)
+    public = key.public_key()
+    signature = sign(key, message)
+    assert verify(public, message, signature)
+    raw_signature = b64url_decode(signature)
+    if in_signature or not message:
+        changed = bytearray(raw_signature)
+        changed[flip % 64] ^= 1 << bit
+        message_after, signature_after = message, bytes(changed)
+    else:
+        changed = bytearray(message)
+        changed[flip % len(message)] ^= 1 << bit
+        message_after, signature_after = bytes(changed), raw_signature
+    ours = verify(public, message_after, b64url_encode(signature_after))
+    assert ours == _openssl_verifies(public.public_bytes_raw(), message_after, signature_after)
+    assert not ours
+
+
+@pytest.mark.parametrize("raw", [*SMALL_ORDER_KEYS, OFF_THE_CURVE])
+def test_a_key_of_small_order_or_off_the_curve_is_refused(raw: bytes) -> None:
+    """wire§1 (clarified 2026-12-04): a public key is a point of the prime-order subgroup."""
+    with pytest.raises(ValueError, match="prime-order subgroup"):
+        parse_public_key(b64url_encode(raw))
+
+
+def test_the_identity_key_verifies_no_forgery() -> None:
+    """wire§3: under the identity point, R = identity and S = 0 satisfy OpenSSL's check for
+    every message; ``verify`` refuses it however the key object was made."""
+    identity = SMALL_ORDER_KEYS[0]
+    forged = identity + bytes(32)
+    message = b'{"type":"mission.cancel"}'
+    assert _openssl_verifies(identity, message, forged)  # why the check moved to libsodium
+    key = Ed25519PublicKey.from_public_bytes(identity)
+    assert not verify(key, message, b64url_encode(forged))

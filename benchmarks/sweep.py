@@ -318,6 +318,8 @@ def _one_kind(sql: str) -> str:
         return f"{verb} (savepoint)" if verb != "RELEASE" else "RELEASE SAVEPOINT"
     if verb == "COPY" and len(words) > 1:  # COPY table (columns) FROM STDIN
         return f"COPY {words[1].split('(')[0]}"
+    if verb == "UPDATE" and len(words) > 1:  # UPDATE table [AS t] SET … [FROM (VALUES …)]
+        return f"UPDATE {words[1]}"
     upper = [word.upper() for word in words]
     for keyword in ("FROM", "INTO", "UPDATE"):
         if keyword in upper:

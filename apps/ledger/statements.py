@@ -298,7 +298,8 @@ class ModelStatements:
     def update_many(self, group_id: str, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """``filter(group_id=…, <id_field>=ident).update(**fields)`` for each
         ``(ident, fields)``: one ``executemany`` per set of column names (a projection's
-        ``to_fields`` always gives the same)."""
+        ``to_fields`` always gives the same), or on PostgreSQL, from ``UPDATE_FROM_ROWS``
+        rows, one ``UPDATE … FROM (VALUES …)`` of them all (``_update_from_values``)."""
         by_names: dict[tuple[str, ...], list[list[Any]]] = {}
         db = current()
         for ident, fields in rows:
@@ -310,6 +311,10 @@ class ModelStatements:
             by_names.setdefault(names, []).append([*values, group_id, ident])
         with hot_cursor() as cursor:
             for names, params in by_names.items():
+                if db.vendor == "postgresql" and len(params) >= UPDATE_FROM_ROWS:
+                    sql = _update_from_values(self.model, self.id_field, names, len(params))
+                    cursor.execute(sql, [value for row in params for value in row])
+                    continue
                 sql, _targets = _update(self.model, self.id_field, names, db.vendor)
                 cursor.executemany(sql, params)
 
@@ -341,6 +346,46 @@ def _update(
     # identifiers from the model's _meta, quoted; every value is a parameter
     sql = f"UPDATE {_q(meta.db_table)} SET {assignments} WHERE {_q('group_id')} = %s AND {id_column} = %s"  # noqa: E501, S608
     return sql, targets
+
+
+#: from this many rows of one table, ``update_many`` sends one set-based ``UPDATE`` on
+#: PostgreSQL (a sweep's group: one per reassigned WorkItem), which the server parses,
+#: plans and starts once, where one statement per row cost each of those per row
+UPDATE_FROM_ROWS = 32
+#: a type's modifier: ``(16)`` of ``varchar(16)``, ``(10, 2)`` of ``numeric(10, 2)``
+_TYPE_MODIFIER = re.compile(r"\(\s*\d+(?:\s*,\s*\d+)?\s*\)")
+
+
+def _update_from_values(
+    model: type[models.Model], id_field: str, names: tuple[str, ...], count: int
+) -> str:
+    """``_update``'s statement for ``count`` rows at once: ``UPDATE t SET c = v.c, … FROM
+    (VALUES …) AS v WHERE`` the group and the id match, with each row's parameters in
+    ``_update``'s order (the columns ``names``, the group, the id).
+
+    Each assigned value is cast to its column's type: a ``VALUES`` column takes its type
+    from its values, and one whose values are all ``NULL`` or quoted text would be
+    ``text``, which PostgreSQL does not assign to ``jsonb`` or ``timestamptz`` without a
+    cast. The cast names the type without its modifier (``varchar``, not ``varchar(16)``):
+    an explicit cast to a length truncates, where the assignment refuses a value too long
+    as ``_update``'s does. Rows whose keys match no row update nothing, as ``_update``'s
+    would; the keys of one run are distinct (one staged aggregate per key)."""
+    meta, db = model._meta, current()
+    targets = [meta.get_field(name) for name in names]
+    keys = [meta.get_field("group_id"), meta.get_field(id_field)]
+    columns = [_q(field.column) for field in (*targets, *keys)]
+    row = f"({_placeholders(len(columns))})"
+    assignments = ", ".join(
+        f"{column} = v.{column}::{_TYPE_MODIFIER.sub('', field.db_type(db) or 'text')}"
+        for column, field in zip(columns, targets, strict=False)
+    )
+    matches = " AND ".join(f"t.{column} = v.{column}" for column in columns[len(targets) :])
+    # identifiers from the model's _meta, quoted; every value is a parameter
+    return (
+        f"UPDATE {_q(meta.db_table)} AS t SET {assignments} "  # noqa: S608
+        f"FROM (VALUES {', '.join([row] * count)}) AS v ({', '.join(columns)}) "
+        f"WHERE {matches}"
+    )
 
 
 def _q(name: str) -> str:

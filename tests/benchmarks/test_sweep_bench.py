@@ -109,6 +109,13 @@ def test_statements_are_grouped_by_verb_and_table():
     )
     assert statement_kind("INSERT INTO ledger_event (a) VALUES (%s)") == "INSERT ledger_event"
     assert statement_kind('UPDATE "work_workitem" SET a = 1') == "UPDATE work_workitem"
+    assert (
+        statement_kind(
+            'UPDATE "work_workitem" AS t SET "a" = v."a"::integer FROM (VALUES (1, 2)) AS v '
+            '("a", "id") WHERE t."id" = v."id"'
+        )
+        == "UPDATE work_workitem"
+    )
     assert statement_kind('SAVEPOINT "s1"') == "SAVEPOINT (savepoint)"
     assert statement_kind('RELEASE SAVEPOINT "s1"') == "RELEASE SAVEPOINT"
     assert statement_kind('COPY "ledger_commandrecord" ("a", "b") FROM STDIN') == (

@@ -5,14 +5,17 @@ authoritative, so its projections change with it or not at all)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from django.db import IntegrityError, connection
+from django.db import DataError, IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from apps.ledger import statements as statements_module
 from apps.ledger.models import CommandRecord, Event, GroupLog
-from apps.ledger.statements import COPY_FROM_ROWS, _Collected
+from apps.ledger.statements import COPY_FROM_ROWS, UPDATE_FROM_ROWS, _Collected, statements_for
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.work.models import Mission
 from tests.factories import World, mission_body, unique
@@ -178,3 +181,96 @@ def test_many_rows_of_an_insert_become_one_statement_and_others_stay_one_each() 
         "UPDATE t SET a = 4",
         "UPDATE t SET a = 5",
     ]
+
+
+# --- many rows of an UPDATE: one set-based statement (statements.UPDATE_FROM_ROWS) ------------
+
+#: a JSON member's name PostgreSQL's ``jsonb`` can hold (no U+0000, as the edge refuses)
+NAMES = st.text(
+    alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=5
+)
+_MISSION_CHANGES = st.fixed_dictionaries(
+    {
+        "state": st.sampled_from(["draft", "approved", "cancelled"]),
+        "goal": GOALS,
+        "parent": st.one_of(st.none(), st.text(alphabet="abc-", min_size=1, max_size=10)),
+        "link": st.one_of(st.none(), st.dictionaries(NAMES, GOALS, max_size=2)),
+        "limits": st.dictionaries(st.sampled_from(["money", "tokens"]), st.integers(0, 10**6)),
+    }
+)
+
+
+def _missions(group: str, count: int) -> list[str]:
+    idents = [unique("m") for _ in range(count)]
+    Mission.objects.bulk_create(
+        Mission(
+            group_id=group, mission_id=ident, state="draft", goal="g", created_by="x",
+            created_sequence=index,
+        )
+        for index, ident in enumerate(idents)
+    )  # fmt: skip
+    return idents
+
+
+def _rows_of(group: str, idents: list[str]) -> list[dict[str, Any]]:
+    found = Mission.objects.filter(group_id=group, mission_id__in=idents)
+    by_id = {row["mission_id"]: row for row in found.values()}
+    return [{k: v for k, v in by_id[i].items() if k != "id"} for i in idents]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(changes=st.lists(_MISSION_CHANGES, min_size=UPDATE_FROM_ROWS, max_size=UPDATE_FROM_ROWS))
+@example(changes=[{"state": "draft", "goal": "it's", "parent": None, "link": None, "limits": {}}])
+@pytest.mark.django_db
+def test_a_set_based_update_writes_what_one_update_per_row_writes(
+    world: World, changes: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R16-10: from ``UPDATE_FROM_ROWS`` rows the update is one ``UPDATE … FROM (VALUES
+    …)``, and the rows it leaves are the rows one ``UPDATE`` per row leaves — text byte for
+    byte, JSON, ``NULL`` in every row of a ``jsonb`` or text column."""
+    # the same columns in the same order in every row, as a projection's ``to_fields`` gives
+    changes = [dict(sorted(change.items())) for change in changes * UPDATE_FROM_ROWS]
+    changes = changes[: max(len(changes) // UPDATE_FROM_ROWS, UPDATE_FROM_ROWS)]
+    statements = statements_for(Mission, "mission_id")
+    set_based, row_by_row = (
+        _missions(world.group, len(changes)),
+        _missions(world.group, len(changes)),
+    )
+
+    with CaptureQueriesContext(connection) as captured:
+        statements.update_many(world.group, list(zip(set_based, changes, strict=True)))
+    with monkeypatch.context() as patched:  # one UPDATE per row, as below the threshold
+        patched.setattr(statements_module, "UPDATE_FROM_ROWS", len(changes) + 1)
+        statements.update_many(world.group, list(zip(row_by_row, changes, strict=True)))
+
+    assert [q["sql"].split(" FROM (VALUES ")[0][:26] for q in captured] == [
+        'UPDATE "work_mission" AS t'
+    ]
+    expected = [{**row, "mission_id": None} for row in _rows_of(world.group, row_by_row)]
+    got = [{**row, "mission_id": None} for row in _rows_of(world.group, set_based)]
+    assert [{k: v for k, v in r.items() if k != "created_sequence"} for r in got] == [
+        {k: v for k, v in r.items() if k != "created_sequence"} for r in expected
+    ]
+    assert [row["goal"] for row in got] == [change["goal"] for change in changes]
+
+
+@pytest.mark.django_db
+def test_a_set_based_update_refuses_a_value_too_long_as_one_update_per_row_does(
+    world: World,
+) -> None:
+    """R16-10: the cast names the column's type without its length, so a state too long
+    for ``varchar(16)`` is refused, not cut to fit, and no row changes."""
+    idents = _missions(world.group, UPDATE_FROM_ROWS)
+    changes = [{"state": "approved"}] * (UPDATE_FROM_ROWS - 1) + [{"state": "x" * 17}]
+
+    with pytest.raises(DataError), transaction.atomic():
+        statements_for(Mission, "mission_id").update_many(
+            world.group, list(zip(idents, changes, strict=True))
+        )
+
+    assert {row["state"] for row in _rows_of(world.group, idents)} == {"draft"}

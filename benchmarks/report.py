@@ -317,7 +317,8 @@ def _breakdown_section(results: Results) -> list[str]:
         *_table(["where", "step", "wall µs", "CPU µs", "vs submit_command"], rows, text_columns=2),
         f"One `submit_command` (`mission.create`) as Django's query log shows it: "
         f"{_query_count(b.queries)} entries, a query of several statements under one heading "
-        "(a `COMMIT` after one already sent in the writes' query costs no round trip):",
+        "(Django's own `BEGIN` and `COMMIT` entries cost no round trip: the reads' query "
+        "begins the transaction and the writes' query ends it):",
         "",
         "```",
         *b.queries,

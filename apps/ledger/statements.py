@@ -88,6 +88,10 @@ def statements_of(query: str) -> list[str]:
 COPY_FROM_ROWS = 32
 _INSERT_INTO = re.compile(r"INSERT INTO ([\w\"]+) \(([\w\", ]+)\)")
 _PLACEHOLDERS = re.compile(r"\(%s(?:, %s)*\)")
+#: ``_update_from_values``'s statement: the rows' placeholders, and around them
+_FROM_VALUES = re.compile(
+    r"(?P<head>UPDATE .* FROM \(VALUES )(?P<row>\(%s(?:, %s)*\))(?P<tail>\) AS v .*)", re.DOTALL
+)
 
 
 @dataclass
@@ -107,12 +111,20 @@ class _Collected:
     def executemany(self, sql: str, param_list: Iterable[Sequence[Any]]) -> None:
         """One statement per row, except a plain ``INSERT INTO t (…) VALUES (%s, …)``: one
         statement of all the rows, which the server parses and plans once, or from
-        ``COPY_FROM_ROWS`` rows a ``COPY`` (a batch inserts hundreds)."""
+        ``COPY_FROM_ROWS`` rows a ``COPY`` (a batch inserts hundreds); and an ``UPDATE …
+        FROM (VALUES (%s, …)) AS v …`` (``_update_from_values``): one statement with every
+        row in its ``VALUES``."""
         head, values, row = sql.rpartition(" VALUES ")
         target = _INSERT_INTO.fullmatch(head) if values else None
         if target is None or not _PLACEHOLDERS.fullmatch(row):
-            for params in param_list:
-                self.execute(sql, params)
+            set_based = _FROM_VALUES.fullmatch(sql)
+            if set_based is None:
+                for params in param_list:
+                    self.execute(sql, params)
+                return
+            rows = [self.quote(set_based["row"], params) for params in param_list]
+            if rows:
+                self.texts.append(f"{set_based['head']}{', '.join(rows)}{set_based['tail']}")
             return
         param_list = list(param_list)
         if len(param_list) >= COPY_FROM_ROWS:
@@ -312,10 +324,10 @@ class ModelStatements:
         with hot_cursor() as cursor:
             for names, params in by_names.items():
                 if db.vendor == "postgresql" and len(params) >= UPDATE_FROM_ROWS:
-                    sql = _update_from_values(self.model, self.id_field, names, len(params))
-                    cursor.execute(sql, [value for row in params for value in row])
-                    continue
-                sql, _targets = _update(self.model, self.id_field, names, db.vendor)
+                    # inside ``sent_as_one``, one statement of all the rows (``_Collected``)
+                    sql = _update_from_values(self.model, self.id_field, names)
+                else:
+                    sql, _targets = _update(self.model, self.id_field, names, db.vendor)
                 cursor.executemany(sql, params)
 
 
@@ -356,12 +368,15 @@ UPDATE_FROM_ROWS = 32
 _TYPE_MODIFIER = re.compile(r"\(\s*\d+(?:\s*,\s*\d+)?\s*\)")
 
 
-def _update_from_values(
-    model: type[models.Model], id_field: str, names: tuple[str, ...], count: int
-) -> str:
-    """``_update``'s statement for ``count`` rows at once: ``UPDATE t SET c = v.c, … FROM
-    (VALUES …) AS v WHERE`` the group and the id match, with each row's parameters in
-    ``_update``'s order (the columns ``names``, the group, the id).
+@cache
+def _update_from_values(model: type[models.Model], id_field: str, names: tuple[str, ...]) -> str:
+    """``_update``'s statement as one row of a set-based one: ``UPDATE t SET c = v.c, …
+    FROM (VALUES (%s, …)) AS v WHERE`` the group and the id match, its parameters in
+    ``_update``'s order (the columns ``names``, the group, the id). ``_Collected`` sends
+    it with all the rows of an ``executemany`` in its ``VALUES``, each quoted on its own
+    (a row's placeholders are few, so psycopg parses them once, where one statement of
+    thousands of placeholders it would parse again every time); a plain cursor runs it
+    once per row, which updates the same rows.
 
     Each assigned value is cast to its column's type: a ``VALUES`` column takes its type
     from its values, and one whose values are all ``NULL`` or quoted text would be
@@ -374,7 +389,7 @@ def _update_from_values(
     targets = [meta.get_field(name) for name in names]
     keys = [meta.get_field("group_id"), meta.get_field(id_field)]
     columns = [_q(field.column) for field in (*targets, *keys)]
-    row = f"({_placeholders(len(columns))})"
+    row = f"({_placeholders(len(columns))})"  # one row: ``_Collected`` adds the others
     assignments = ", ".join(
         f"{column} = v.{column}::{_TYPE_MODIFIER.sub('', field.db_type(db) or 'text')}"
         for column, field in zip(columns, targets, strict=False)
@@ -383,7 +398,7 @@ def _update_from_values(
     # identifiers from the model's _meta, quoted; every value is a parameter
     return (
         f"UPDATE {_q(meta.db_table)} AS t SET {assignments} "  # noqa: S608
-        f"FROM (VALUES {', '.join([row] * count)}) AS v ({', '.join(columns)}) "
+        f"FROM (VALUES {row}) AS v ({', '.join(columns)}) "
         f"WHERE {matches}"
     )
 

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from apps.ledger import statements as statements_module
 from apps.ledger.models import CommandRecord, Event, GroupLog
-from apps.ledger.statements import COPY_FROM_ROWS, UPDATE_FROM_ROWS, _Collected, statements_for
+from apps.ledger.statements import (
+    COPY_FROM_ROWS,
+    UPDATE_FROM_ROWS,
+    _Collected,
+    sent_as_one,
+    statements_for,
+)
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.work.models import Mission
 from tests.factories import World, mission_body, unique
@@ -242,7 +248,7 @@ def test_a_set_based_update_writes_what_one_update_per_row_writes(
         _missions(world.group, len(changes)),
     )
 
-    with CaptureQueriesContext(connection) as captured:
+    with CaptureQueriesContext(connection) as captured, sent_as_one():  # as the flush does
         statements.update_many(world.group, list(zip(set_based, changes, strict=True)))
     with monkeypatch.context() as patched:  # one UPDATE per row, as below the threshold
         patched.setattr(statements_module, "UPDATE_FROM_ROWS", len(changes) + 1)
@@ -268,9 +274,21 @@ def test_a_set_based_update_refuses_a_value_too_long_as_one_update_per_row_does(
     idents = _missions(world.group, UPDATE_FROM_ROWS)
     changes = [{"state": "approved"}] * (UPDATE_FROM_ROWS - 1) + [{"state": "x" * 17}]
 
-    with pytest.raises(DataError), transaction.atomic():
+    with pytest.raises(DataError), transaction.atomic(), sent_as_one():
         statements_for(Mission, "mission_id").update_many(
             world.group, list(zip(idents, changes, strict=True))
         )
 
     assert {row["state"] for row in _rows_of(world.group, idents)} == {"draft"}
+
+
+def test_the_rows_of_a_set_based_update_are_quoted_one_by_one_into_its_values() -> None:
+    """``_update_from_values``'s one row becomes every row, each quoted on its own."""
+    collected = _Collected(lambda sql, params: sql.replace("%s", repr(params[0]), 1))
+    sql = 'UPDATE "t" AS t SET "a" = v."a"::integer FROM (VALUES (%s)) AS v ("a") WHERE x'
+
+    collected.executemany(sql, [[1], [2], [3]])
+
+    assert collected.texts == [
+        'UPDATE "t" AS t SET "a" = v."a"::integer FROM (VALUES (1), (2), (3)) AS v ("a") WHERE x'
+    ]

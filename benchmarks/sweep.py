@@ -333,21 +333,31 @@ def _one_kind(sql: str) -> str:
 
 @dataclass
 class StatementCounter:
-    """A ``connection.execute_wrapper``: counts statements by kind and times them."""
+    """A ``connection.execute_wrapper``: times each statement, and counts and times them
+    by kind once the run is over — classifying a query of a thousand statements as it ran
+    took ~4 % of the sweep's measured time."""
 
-    count: Counter[str] = field(default_factory=Counter)
-    seconds: Counter[str] = field(default_factory=Counter)
+    timed: list[tuple[str, float]] = field(default_factory=list)
 
     def __call__(
         self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any
     ) -> Any:
-        kind = statement_kind(sql)
         started = time.perf_counter()
         try:
             return execute(sql, params, many, context)
         finally:
-            self.seconds[kind] += time.perf_counter() - started
-            self.count[kind] += 1
+            self.timed.append((sql, time.perf_counter() - started))
+
+    @property
+    def count(self) -> Counter[str]:
+        return Counter(statement_kind(sql) for sql, _seconds in self.timed)
+
+    @property
+    def seconds(self) -> Counter[str]:
+        totals: Counter[str] = Counter()
+        for sql, seconds in self.timed:
+            totals[statement_kind(sql)] += seconds
+        return totals
 
 
 def _load() -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db import connection
+
 from apps.ledger.models import Event, GroupLog
 from apps.ledger.projections import load_all
 from apps.ledger.replay import differences, replay
@@ -46,3 +48,16 @@ def assert_log_consistent(group_id: str) -> list[dict[str, Any]]:
     assert rebuilt.chain_break is None
     assert differences(rebuilt.state, load_all(group_id)) == []
     return documents
+
+
+def take_the_next_event_slot(group_id: str, event_id: str) -> int:
+    """Insert an event at the sequence after the head behind the write path's back, so the
+    next append's ``INSERT`` fails (R11.1-03 tests); the head's sequence, which stays."""
+    head = GroupLog.objects.get(group_id=group_id).head_sequence
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ledger_event (group_id, sequence, event_id, type, command_id, actor, "
+            "recorded_at, hash, document) VALUES (%s, %s, %s, 'x', 'x', 'x', now(), 'x', '{}')",
+            [group_id, head + 1, event_id],
+        )
+    return head

@@ -22,7 +22,7 @@ from apps.ledger.write_path import submit_command
 from apps.work.models import Mission
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from tests.factories import World, build_world, mission_body, unique
-from tests.ledger.checks import assert_log_consistent
+from tests.ledger.checks import assert_log_consistent, take_the_next_event_slot
 
 #: a message the client sends that the server answers before the client goes on
 _ROUND_TRIP = re.compile(r"F\t\d+\t(Query|Sync)\b(.*)", re.DOTALL)
@@ -116,13 +116,7 @@ def test_a_write_that_fails_rolls_back_the_transaction_its_query_began(
     back; the transaction the reads began is rolled back whole — no mission, no record, no
     moved head — and the connection serves the next command."""
     world = live_world
-    head = GroupLog.objects.get(group_id=world.group)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO ledger_event (group_id, sequence, event_id, type, command_id, actor, "
-            "recorded_at, hash, document) VALUES (%s, %s, %s, 'x', 'x', 'x', now(), 'x', '{}')",
-            [world.group, head.head_sequence + 1, unique("evt")],
-        )
+    head = take_the_next_event_slot(world.group, unique("evt"))
     mission = unique("m")
     document = _create(world, mission)
 
@@ -132,7 +126,7 @@ def test_a_write_that_fails_rolls_back_the_transaction_its_query_began(
     assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
     assert not Mission.objects.filter(group_id=world.group, mission_id=mission).exists()
     assert not CommandRecord.objects.filter(command_id=document["id"]).exists()
-    assert GroupLog.objects.get(group_id=world.group).head_sequence == head.head_sequence
+    assert GroupLog.objects.get(group_id=world.group).head_sequence == head
 
 
 def test_inside_a_callers_transaction_the_write_path_neither_begins_nor_commits(

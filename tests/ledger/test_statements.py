@@ -25,7 +25,18 @@ from apps.ledger.statements import (
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.work.models import Mission
 from tests.factories import World, mission_body, unique
-from tests.ledger.checks import assert_log_consistent
+from tests.ledger.checks import assert_log_consistent, take_the_next_event_slot
+
+
+def _database_examples(count: int) -> settings:
+    """Hypothesis settings for a test that writes through a function-scoped fixture's world."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
 
 #: any text a goal may hold: every character but U+0000 (refused at the edge, wire.md §8)
 #: and lone surrogates (not text)
@@ -36,12 +47,7 @@ GOALS = st.text(
 ).filter(str.strip)
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_database_examples(60)
 @given(goal=GOALS)
 @example(goal="it's \\'; DROP TABLE ledger_event; -- %s %(x)s $1 ? E'\\x00'")
 @example(goal='"}]) \\u0000 \\\\ \n\t\r 😀 ﬀ')
@@ -101,12 +107,7 @@ def test_a_batch_costs_the_same_queries_however_many_commands_it_holds(world: Wo
     assert_log_consistent(world.group)
 
 
-@settings(
-    max_examples=8,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_database_examples(8)
 @given(goals=st.lists(GOALS, min_size=COPY_FROM_ROWS, max_size=COPY_FROM_ROWS))
 @example(goals=["it's \\'; \\N \t\n\r \\. \\\\ 😀 %s $1"] * COPY_FROM_ROWS)
 @pytest.mark.django_db
@@ -141,13 +142,7 @@ def test_a_statement_that_fails_leaves_nothing_of_its_run(world: World) -> None:
     """R11.1-03, R16-10: the event slot the flush needs is taken behind the write path's back;
     its INSERT fails, the statements after it are not run, and the transaction leaves no
     mission, no record and no moved head."""
-    head = GroupLog.objects.get(group_id=world.group)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO ledger_event (group_id, sequence, event_id, type, command_id, actor, "
-            "recorded_at, hash, document) VALUES (%s, %s, %s, 'x', 'x', 'x', now(), 'x', '{}')",
-            [world.group, head.head_sequence + 1, unique("evt")],
-        )
+    head = take_the_next_event_slot(world.group, unique("evt"))
     mission = unique("m")
     document = world.w1.command(world.group, "mission.create", mission_body(mission))
 
@@ -156,7 +151,7 @@ def test_a_statement_that_fails_leaves_nothing_of_its_run(world: World) -> None:
 
     assert not Mission.objects.filter(group_id=world.group, mission_id=mission).exists()
     assert not CommandRecord.objects.filter(command_id=document["id"]).exists()
-    assert GroupLog.objects.get(group_id=world.group).head_sequence == head.head_sequence
+    assert GroupLog.objects.get(group_id=world.group).head_sequence == head
 
 
 def test_an_insert_of_many_rows_is_kept_for_copy() -> None:
@@ -224,12 +219,7 @@ def _rows_of(group: str, idents: list[str]) -> list[dict[str, Any]]:
     return [{k: v for k, v in by_id[i].items() if k != "id"} for i in idents]
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@_database_examples(25)
 @given(changes=st.lists(_MISSION_CHANGES, min_size=UPDATE_FROM_ROWS, max_size=UPDATE_FROM_ROWS))
 @example(changes=[{"state": "draft", "goal": "it's", "parent": None, "link": None, "limits": {}}])
 @pytest.mark.django_db

@@ -17,7 +17,7 @@ never a wrong answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -49,7 +49,7 @@ class AgentDirectory:
 
     def current_keys(self, agent_id: str) -> list[Ed25519PublicKey]:
         """The agent's unrevoked public keys, read now."""
-        return [self.parse_key(text) for text in self.current_key_texts(agent_id)]
+        return usable_keys(self.current_key_texts(agent_id), self.parse_key)
 
 
 _installed: list[AgentDirectory] = []
@@ -94,5 +94,20 @@ def remember_keys(agent_id: str, keys: tuple[str, ...]) -> None:
 
 
 def parsed(keys: tuple[str, ...]) -> list[Ed25519PublicKey]:
-    parse = directory().parse_key
-    return [parse(text) for text in keys]
+    return usable_keys(keys, directory().parse_key)
+
+
+def usable_keys(
+    texts: Iterable[str], parse: Callable[[str], Ed25519PublicKey]
+) -> list[Ed25519PublicKey]:
+    """The stored key texts ``texts`` that are Ed25519 public keys, parsed. One that is not
+    (registered before wire.md §1 said a key is a point of the prime-order subgroup,
+    2026-12-04) verifies no signature: it is left out, where raising would answer the
+    agent's every command with a 500."""
+    usable = []
+    for text in texts:
+        try:
+            usable.append(parse(text))
+        except ValueError:
+            continue
+    return usable

@@ -14,9 +14,10 @@ from apps.ledger import agents, parallel_signatures
 from apps.ledger.models import Event
 from apps.ledger.write_path import Outcome, submit_batch, submit_command
 from apps.registry.models import AgentKey
+from apps.work.models import Mission
 from missionweave.protocol.envelope import signed_envelope
 from missionweave.protocol.errors import ErrorCode, ProtocolError
-from missionweave.protocol.signing import generate_private_key, public_key_text
+from missionweave.protocol.signing import b64url_encode, generate_private_key, public_key_text
 from tests.factories import World, mission_body, now_text
 
 
@@ -148,3 +149,33 @@ def test_a_batch_checked_on_several_threads_refuses_exactly_the_items_verify_ref
         for index, result in enumerate(results)
         if index not in refused
     )
+
+
+@pytest.mark.django_db
+def test_a_stored_key_of_small_order_verifies_nothing_and_breaks_nothing(world: World) -> None:
+    """wire§1 (clarified 2026-12-04), wire§3 step 3: a key stored before registration
+    refused keys of small order — here the identity point — is left out: the forgery it
+    would admit under OpenSSL is refused ``INVALID_SIGNATURE``, not answered with a 500,
+    and the agent's real key still verifies, alone and in a batch."""
+    identity = bytes([1]) + bytes(31)
+    AgentKey.objects.create(agent_id=world.w1.id, public_key=b64url_encode(identity))
+    forged = world.w1.command(world.group, "mission.create", mission_body("m-identity"))
+    forged["signature"] = b64url_encode(identity + bytes(32))  # R = identity, S = 0
+
+    with pytest.raises(ProtocolError) as refused:
+        submit_command(group_id=world.group, document=forged, caller=world.w1.caller)
+    real = world.w1.command(world.group, "mission.create", mission_body("m-real"))
+    accepted = submit_command(group_id=world.group, document=real, caller=world.w1.caller)
+    batch = submit_batch(
+        group_id=world.group,
+        documents=[
+            world.w1.command(world.group, "mission.create", mission_body(f"m-b{n}"))
+            for n in range(parallel_signatures.PARALLEL_FROM)
+        ],
+        caller=world.w1.caller,
+    )
+
+    assert refused.value.code is ErrorCode.INVALID_SIGNATURE
+    assert accepted.status == 201
+    assert all(isinstance(item, Outcome) and item.status == 201 for item in batch)
+    assert not Mission.objects.filter(group_id=world.group, mission_id="m-identity").exists()

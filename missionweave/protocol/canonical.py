@@ -40,8 +40,8 @@ def canonical_bytes(value: Any) -> bytes:
         return rfc8785.dumps(value)
     try:
         return orjson.dumps(ready, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:  # a lone surrogate: the package refuses it in its own words
-        return rfc8785.dumps(value)
+    except orjson.JSONEncodeError:  # a lone surrogate (refused in the package's own words),
+        return rfc8785.dumps(value)  # or nesting deeper than orjson goes (254 levels)
 
 
 class _NotReady(Exception):

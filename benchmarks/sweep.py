@@ -348,16 +348,15 @@ class StatementCounter:
         finally:
             self.timed.append((sql, time.perf_counter() - started))
 
-    @property
-    def count(self) -> Counter[str]:
-        return Counter(statement_kind(sql) for sql, _seconds in self.timed)
-
-    @property
-    def seconds(self) -> Counter[str]:
-        totals: Counter[str] = Counter()
-        for sql, seconds in self.timed:
-            totals[statement_kind(sql)] += seconds
-        return totals
+    def by_kind(self) -> tuple[Counter[str], Counter[str]]:
+        """The queries counted and their seconds summed by kind, each classified once."""
+        count: Counter[str] = Counter()
+        seconds: Counter[str] = Counter()
+        for sql, elapsed in self.timed:
+            kind = statement_kind(sql)
+            count[kind] += 1
+            seconds[kind] += elapsed
+        return count, seconds
 
 
 def _load() -> str:
@@ -508,7 +507,8 @@ def measure_sweep(
     reports, counter, sweep_s, cpu_s = run_sweep(limit)
     events = Event.objects.filter(group_id__in=group_ids).count() - events_before
     applied = sum(r.applied for r in reports)
-    log(f"sweep: {applied} reassigned in {sweep_s:.1f} s, {sum(counter.count.values())} queries")
+    log(f"sweep: {applied} reassigned in {sweep_s:.1f} s, {len(counter.timed)} queries")
+    count, seconds = counter.by_kind()
     return SweepResult(
         leases=active,
         due=due,
@@ -522,11 +522,11 @@ def measure_sweep(
         events=events,
         sweep_s=sweep_s,
         sweep_cpu_s=cpu_s,
-        queries=sum(counter.count.values()),
-        sql_s=sum(counter.seconds.values()),
+        queries=len(counter.timed),
+        sql_s=sum(seconds.values()),
         commits=sum(r.groups for r in reports),
-        statements=dict(counter.count.most_common()),
-        statement_s={kind: counter.seconds[kind] for kind, _ in counter.count.most_common()},
+        statements=dict(count.most_common()),
+        statement_s={kind: seconds[kind] for kind, _ in count.most_common()},
         ceiling_rows=ceiling_rows,
         ceiling_s=ceiling_s,
         ceiling_document_s=ceiling_document_s,

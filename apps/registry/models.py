@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
 from django.db import models
 
-from apps.ledger.agents import Standing, usable_keys
+from apps.ledger.agents import Standing
 from apps.ledger.projections import ModelProjection
 from apps.ledger.reads import Read
 from apps.ledger.statements import hot_cursor
@@ -119,11 +119,6 @@ class AgentKey(models.Model):
                 [agent_id],
             )
             return tuple(text for (text,) in cursor.fetchall())
-
-    @classmethod
-    def current_keys(cls, agent_id: str) -> list[Ed25519PublicKey]:
-        """The keys a signature of the agent may verify under: those not revoked."""
-        return usable_keys(cls.current_key_texts(agent_id), parsed_key)
 
 
 _STANDING = (

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.ledger import agents
 from apps.ledger.models import GroupLog
 from apps.ledger.statements import columns_of, hot_cursor, instances_from_rows
 from apps.ledger.write_path import Caller, Outcome, submit_as_human
@@ -247,7 +248,7 @@ def session_issue(*, body: object) -> OpenedSession:
     if not isinstance(body["signature"], str):
         raise malformed("signature is a string", "$.signature", "wire§5")
     message = canonical_bytes(without(body, "signature"))
-    keys = AgentKey.current_keys(agent_id)
+    keys = agents.directory().current_keys(agent_id)
     if not any(verify(key, message, body["signature"]) for key in keys):
         raise ProtocolError(
             ErrorCode.INVALID_SIGNATURE,

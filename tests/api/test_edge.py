@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,12 +24,11 @@ from apps.api.edge import CommandEdge
 from tests.factories import World, mission_body
 from tests.live_server import LiveServer, uvicorn_server
 
+from .asgi_calls import Headers, asgi_call
 from .http import head_sequence
 from .raw_http import chunked, connect, flood_chunks, json_from, request_head, response_of
 
 __all__ = ["uvicorn_server"]
-
-Headers = list[tuple[bytes, bytes]]
 
 CONTENT_TYPES = [
     None,
@@ -45,38 +43,6 @@ CONTENT_TYPES = [
     "multipart/form-data; boundary=x",
     "application/jsonx",
 ]
-
-
-def _scope(path: str, headers: Headers, method: str = "POST", query: bytes = b"") -> dict:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode("latin-1"),
-        "query_string": query,
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 80),
-    }
-
-
-async def _call(
-    app: Any, path: str, headers: Headers, body: bytes, *, method: str = "POST", query: bytes = b""
-) -> tuple[int, dict, bytes]:
-    communicator = ApplicationCommunicator(app, _scope(path, headers, method, query))
-    await communicator.send_input({"type": "http.request", "body": body, "more_body": False})
-    start = await communicator.receive_output(timeout=30)
-    chunks = [start]
-    while chunks[-1].get("more_body", chunks[-1]["type"] == "http.response.start"):
-        chunks.append(await communicator.receive_output(timeout=30))
-    await communicator.wait(timeout=30)
-    answer = b"".join(message.get("body", b"") for message in chunks[1:])
-    names = {name.decode("latin-1").lower(): value.decode() for name, value in start["headers"]}
-    return start["status"], names, answer
 
 
 def _essence(status: int, body: bytes) -> tuple[int, object]:
@@ -160,8 +126,8 @@ def test_the_edge_answers_every_request_as_django_does(
     path = f"/api/v1/groups/{group}/{endpoint}"
     first, second = data.draw(st.permutations([edge, django_app]), label="order")
 
-    status_1, _, body_1 = asyncio.run(_call(first, path, headers, body))
-    status_2, _, body_2 = asyncio.run(_call(second, path, headers, body))
+    status_1, _, body_1 = asyncio.run(asgi_call(first, path, headers, body))
+    status_2, _, body_2 = asyncio.run(asgi_call(second, path, headers, body))
 
     assert _essence(status_1, body_1) == _essence(status_2, body_2)
 
@@ -181,10 +147,12 @@ def test_an_answer_carries_the_headers_django_would_set(
         "cross-origin-opener-policy", "x-frame-options", "vary", "allow",
     )  # fmt: skip
 
-    status, accepted, _ = asyncio.run(_call(edge, path, headers, body))
-    status_django, replayed_by_django, answer = asyncio.run(_call(django_app, path, headers, body))
-    _, replayed_by_edge, _ = asyncio.run(_call(edge, path, headers, body))
-    _, refused, _ = asyncio.run(_call(edge, path, headers[:1], body))
+    status, accepted, _ = asyncio.run(asgi_call(edge, path, headers, body))
+    status_django, replayed_by_django, answer = asyncio.run(
+        asgi_call(django_app, path, headers, body)
+    )
+    _, replayed_by_edge, _ = asyncio.run(asgi_call(edge, path, headers, body))
+    _, refused, _ = asyncio.run(asgi_call(edge, path, headers[:1], body))
 
     assert (status, status_django) == (201, 201), answer
     assert {name: accepted.get(name) for name in compared} == {
@@ -208,7 +176,7 @@ def test_a_host_not_allowed_is_a_json_refusal(world: World, doors: tuple[Any, An
     envelope = world.w1.command(world.group, "mission.create", mission_body())
 
     status, _, body = asyncio.run(
-        _call(
+        asgi_call(
             edge, f"/api/v1/groups/{world.group}/commands", headers, json.dumps(envelope).encode()
         )
     )
@@ -245,7 +213,7 @@ def test_the_edge_serves_event_pages_as_django_does(
     path = f"/api/v1/groups/{group}/events"
 
     answers = [
-        asyncio.run(_call(door, path, headers, b"", method="GET", query=query))
+        asyncio.run(asgi_call(door, path, headers, b"", method="GET", query=query))
         for door in (edge, django_app)
     ]
 
@@ -262,12 +230,14 @@ def test_a_remembered_token_of_a_replaced_session_reads_no_events(
     edge, django_app = doors
     path = f"/api/v1/groups/{world.group}/events"
     old = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {world.w1.token}".encode())]
-    first, first_headers, page = asyncio.run(_call(edge, path, old, b"", method="GET"))
-    _, django_headers, django_page = asyncio.run(_call(django_app, path, old, b"", method="GET"))
+    first, first_headers, page = asyncio.run(asgi_call(edge, path, old, b"", method="GET"))
+    _, django_headers, django_page = asyncio.run(
+        asgi_call(django_app, path, old, b"", method="GET")
+    )
 
     world.w1.open_session()
-    stale = asyncio.run(_call(edge, path, old, b"", method="GET", query=b"after=0"))
-    stale_bad_query = asyncio.run(_call(edge, path, old, b"", method="GET", query=b"after=x"))
+    stale = asyncio.run(asgi_call(edge, path, old, b"", method="GET", query=b"after=0"))
+    stale_bad_query = asyncio.run(asgi_call(edge, path, old, b"", method="GET", query=b"after=x"))
 
     assert first == 200
     assert page == django_page
@@ -289,11 +259,13 @@ def test_a_remembered_token_of_a_replaced_session_is_stale_even_for_a_replay(
     envelope = world.w1.command(world.group, "mission.create", mission_body())
     body = json.dumps(envelope).encode()
     old_token = world.w1.token
-    accepted, _, _ = asyncio.run(_call(edge, path, _command_headers(old_token, body), body))
+    accepted, _, _ = asyncio.run(asgi_call(edge, path, _command_headers(old_token, body), body))
 
     world.w1.open_session()
-    stale, _, refusal = asyncio.run(_call(edge, path, _command_headers(old_token, body), body))
-    again, headers, _ = asyncio.run(_call(edge, path, _command_headers(world.w1.token, body), body))
+    stale, _, refusal = asyncio.run(asgi_call(edge, path, _command_headers(old_token, body), body))
+    again, headers, _ = asyncio.run(
+        asgi_call(edge, path, _command_headers(world.w1.token, body), body)
+    )
 
     assert accepted == 201
     assert (stale, json.loads(refusal)["error"]["code"]) == (401, "STALE_SESSION")

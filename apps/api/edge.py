@@ -25,18 +25,19 @@ to the inner application unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, close_old_connections
 from django.http import QueryDict
 
 from apps.artifacts.http import (
@@ -51,7 +52,7 @@ from apps.artifacts.http import (
     refuse,
     unavailable,
 )
-from apps.ledger.selectors import DEFAULT_PAGE, EventPage, readable_page
+from apps.ledger.selectors import DEFAULT_PAGE, MAX_PAGE, EventPage, events_page, readable_page
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
     Authenticated,
@@ -62,6 +63,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .answers import batch_document, events_body, outcome_headers, query_int
 from .django_checks import bearer_token, check_host, is_secure, security_headers
+from .next_pages import NextPages, PageKey, served_ahead
 from .parsers import check_json_media_type, too_large
 from .session_callers import SessionCallers
 
@@ -79,6 +81,8 @@ ALLOW = {
 }
 #: threads answering commands per process; each holds at most one database connection
 EDGE_THREADS = 8
+#: the page size of a request's checks when its page was read ahead (``next_pages``)
+PROBE = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,8 @@ class CommandEdge:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mwp-edge")
         #: read and written on the event loop's thread only
         self._sessions = SessionCallers()
+        #: read and written on the event loop's thread only
+        self._next_pages = NextPages()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         match = _edge_path(scope)
@@ -177,14 +183,35 @@ class CommandEdge:
 
     async def _events(self, request: Request, token: str, group: str) -> Reply:
         """``GET …/events``: the token (unless remembered), the membership, the session and
-        the page in one thread hop and, on PostgreSQL, two round trips at most."""
+        the page in one thread hop and, on PostgreSQL, two round trips at most. A page read
+        ahead for this request (``next_pages``) is answered after the same checks, made now
+        on a page of one event; a full answer that ends before the head starts the next."""
         query = _query(request.scope)
-        authenticated, page = await self._run(
-            _events_page, token, self._sessions.get(token), group, query
-        )
-        if authenticated is not None:
-            self._sessions.remember(token, authenticated)
+        remembered = self._sessions.get(token)
+        key = _page_key(token, group, query)
+        ahead = self._next_pages.take(key) if key is not None else None
+        judged: Authenticated | None = None
+        page: EventPage | None = None
+        if ahead is not None and key is not None:
+            judged, probe = await self._run(_events_page, token, remembered, group, query, PROBE)
+            await asyncio.wait([asyncio.wrap_future(ahead)])
+            page = served_ahead(ahead, probe, key)
+        if page is None:
+            caller = judged.caller if judged is not None else remembered
+            fresh, page = await self._run(_events_page, token, caller, group, query)
+            judged = judged or fresh
+        if judged is not None:
+            self._sessions.remember(token, judged)
+        if key is not None and len(page.documents) == key.limit and page.next_after < page.head:
+            following = PageKey(token, group, page.next_after, key.limit)
+            self._next_pages.offer(following, partial(self._read_ahead, following, page.head))
         return Reply(200, events_body(page))
+
+    def _read_ahead(self, key: PageKey, head: int) -> Future[EventPage]:
+        """``key``'s page up to ``head`` on one of the edge's threads: no checks, it is only
+        served after the request's own (``next_pages``)."""
+        read = partial(events_page, key.group, after=key.after, limit=key.limit, head=head)
+        return self._pool.submit(_between_connection_checks, read)
 
     async def _run[T](self, function: Callable[..., T], *args: Any) -> T:
         """``function`` on one of the edge's threads, between the connection checks Django
@@ -229,11 +256,37 @@ def _query(scope: Scope) -> QueryDict:
         ) from None
 
 
+def _page_key(token: str, group: str, query: QueryDict) -> PageKey | None:
+    """The key of a page read ahead for this request, or ``None`` when its query is not
+    one a page is read for (a bad query is refused by ``_events_page``, in its order)."""
+    try:
+        after = query_int(query.get("after"), "after", 0)
+        limit = query_int(query.get("limit"), "limit", DEFAULT_PAGE)
+    except ProtocolError:
+        return None
+    return PageKey(token, group, after, max(1, min(limit, MAX_PAGE)))
+
+
+def _between_connection_checks[T](read: Callable[[], T]) -> T:
+    """``read`` between the connection checks of a request (as ``CommandEdge._run``)."""
+    close_old_connections()
+    try:
+        return read()
+    finally:
+        close_old_connections()
+
+
 def _events_page(
-    token: str, remembered: Caller | None, group: str, query: QueryDict
+    token: str,
+    remembered: Caller | None,
+    group: str,
+    query: QueryDict,
+    page_size: int | None = None,
 ) -> tuple[Authenticated | None, EventPage]:
     """On an edge thread: judge the token unless ``remembered``, then the page. A remembered
-    token's session is checked in the page's round trip (``readable_page``)."""
+    token's session is checked in the page's round trip (``readable_page``). ``page_size``
+    reads that many events instead of the query's ``limit``: the checks of a page read
+    ahead, which refuse exactly as the whole page's read would."""
     authenticated: Authenticated | None = None
     if remembered is None:
         authenticated = authenticate_bearer(token)
@@ -250,5 +303,7 @@ def _events_page(
     session = None
     if remembered is not None and caller.kind == "agent" and caller.session_epoch is not None:
         session = (caller.principal.partition(":")[2], caller.session_epoch)
-    page = readable_page(group, caller.principal, after=after, limit=limit, session=session)
+    page = readable_page(
+        group, caller.principal, after=after, limit=page_size or limit, session=session
+    )
     return authenticated, page

@@ -70,6 +70,14 @@ STREAM_DELIVERY_SECONDS = Histogram(
     "older events from the log are not counted.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
+EVENT_PAGES_READ_AHEAD = Counter(
+    "mwp_event_pages_read_ahead",
+    "GET …/events pages read ahead for a reader catching up, by what became of each when its "
+    "request came: served, or read afresh (the page was not full or its read failed).",
+    ["outcome"],
+)
+#: the outcomes of a page read ahead (``apps/api/next_pages.py``)
+SERVED, READ_AFRESH = "served", "read_afresh"
 
 # Bound once: ``labels()`` looks the child up under a lock on every call.
 _SINGLE_SECONDS = WRITE_PATH_SECONDS.labels(entry=SINGLE)

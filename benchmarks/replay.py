@@ -22,9 +22,10 @@ after cheaper checks (row count and sequence range against the head row, the hea
 **Replays.** (a) One socket, ``SUBSCRIBE`` after 0, counting EVENT frames until the head's;
 (b) ``GET /api/v1/groups/{g}/events?after=N&limit=1000`` page after page on one keep-alive
 connection until the head, ``next_after`` read from each body's end (the first and the last
-page decoded whole). Neither client decodes every event, as the ceiling does not. Rate:
-events over wall time; the CPU of the server process and of this client is reported next to
-it.
+page decoded whole); the server reads each next page ahead (``apps/api/next_pages.py``), and
+how many pages it served so is read from its ``/metrics``. Neither client decodes every
+event, as the ceiling does not. Rate: events over wall time; the CPU of the server process
+and of this client is reported next to it.
 
 **The ceiling** (issue 15's must-hold: each replay ≥ 0.5× it). Right before the stream replay
 and again right after the REST one, with the server idle, this process reads the same rows
@@ -96,6 +97,8 @@ KEYSET_WAYS = ("keyset-before", "keyset-after")
 CEILING_SHARE = 0.5
 #: the end of an events page: its head and next_after
 PAGE_END = re.compile(rb'\],"head":(\d+),"next_after":(\d+)\}\s*$')
+#: the server's count of pages it answered from a read ahead (apps/api/next_pages.py)
+SERVED_AHEAD = re.compile(rb'^mwp_event_pages_read_ahead_total\{outcome="served"\} (\S+)$', re.M)
 COPY_COLUMNS = "group_id, sequence, event_id, type, command_id, actor, recorded_at, hash, document"
 
 
@@ -137,6 +140,8 @@ class ReplayRun:
     client_cpu_s: float
     requests: int = 1  # pages for REST, sockets for the stream
     request_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: REST: pages the server answered with a page it had read ahead (its /metrics)
+    served_ahead: int | None = None
 
     @property
     def rate(self) -> float:
@@ -534,17 +539,26 @@ def _check_page(body: bytes, after: int, next_after: int) -> None:
     assert sequences == list(range(after + 1, next_after + 1)), (after, next_after)
 
 
+def _served_ahead(http: httpx.Client) -> int:
+    """How many pages the server has answered from a read ahead, from its ``/metrics``."""
+    match = SERVED_AHEAD.search(http.get("/metrics").raise_for_status().content)
+    return int(float(match.group(1))) if match else 0
+
+
 def replay_rest(
     base_url: str, token: str, built: BuiltGroup, pids: Sequence[int] = ()
 ) -> ReplayRun:
     """Page after page on one keep-alive connection; ``pids`` as for the stream. The log has
     no gaps (wire.md §4), so a page holds ``next_after - after`` events; the first and the
-    last page are decoded whole to check it."""
+    last page are decoded whole to check it. The server reads each next page ahead while
+    this reader takes the current one (docs/protocol.md); how many of the pages it served
+    so is read from its ``/metrics`` before and after, outside the timing."""
     page_s: list[float] = []
     events, after = 0, 0
     with httpx.Client(
         base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60.0
     ) as http:
+        served_before = _served_ahead(http)
         cpu, client = cpu_seconds(pids), time.process_time()
         started = time.perf_counter()
         while after < built.head:
@@ -563,16 +577,19 @@ def replay_rest(
             events += next_after - after
             after = next_after
         seconds = time.perf_counter() - started
+        server_cpu_s, client_cpu_s = cpu_seconds(pids) - cpu, time.process_time() - client
+        served_ahead = _served_ahead(http) - served_before
     assert (events, after) == (built.head, built.head), (events, after, built.head)
     ordered = sorted(s * 1000 for s in page_s)
     return ReplayRun(
         way="rest",
         events=events,
         seconds=seconds,
-        server_cpu_s=cpu_seconds(pids) - cpu,
-        client_cpu_s=time.process_time() - client,
+        server_cpu_s=server_cpu_s,
+        client_cpu_s=client_cpu_s,
         requests=len(page_s),
         request_ms={"p50": percentile(ordered, 0.5), "p99": percentile(ordered, 0.99)},
+        served_ahead=served_ahead,
     )
 
 

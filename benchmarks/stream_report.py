@@ -226,7 +226,10 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
         "*× keyset*: events/s over the faster of the two. CPU: of the server process and of "
         "this client, which takes each REST page's body and reads `next_after` from its end "
         "(the first and the last page decoded whole), counts stream frames (the last one "
-        "decoded), and in the keyset read fetches the rows: none decodes every event.",
+        "decoded), and in the keyset read fetches the rows: none decodes every event. "
+        "The server reads each next REST page ahead while the reader takes the current one "
+        "and serves it after the request's own checks (docs/protocol.md, *Pages read "
+        f"ahead*).{_served_ahead(result)}",
         "",
         *_table(
             [
@@ -247,6 +250,14 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
         "",
         *_interpretation(REPLAY_INTERPRETATION),
     ]
+
+
+def _served_ahead(result: ReplayResult) -> str:
+    """How many REST pages the server answered from a read ahead, when the run counted it."""
+    rest = next((run for run in result.runs if run.way == "rest"), None)
+    if rest is None or rest.served_ahead is None:
+        return ""
+    return f" Pages served so in this run: {rest.served_ahead:,} of {rest.requests:,}."
 
 
 def stream_block(result: StreamResult | None, command: str) -> str:

@@ -19,8 +19,10 @@ page that was not full, or whose read failed, is never served: the request reads
 Pages are kept per process, by the token, group, ``after`` and ``limit`` of the request
 expected. A keep-alive connection's requests reach the process that read ahead; elsewhere
 the next request reads afresh and the page read ahead is dropped when it expires. At most
-``in_flight`` reads ahead run at once and ``capacity`` pages are kept, so readers catching up
-cannot take the threads that answer commands.
+``in_flight`` reads ahead run at once, so readers catching up cannot take the threads that
+answer commands, and no new one starts while the pages kept hold ``max_bytes`` of events or
+``capacity`` pages are kept (the oldest is dropped): a page of large events is bounded by
+what one request already reads, the pages kept by these.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apps.ledger.metrics import EVENT_PAGES_READ_AHEAD, READ_AFRESH, SERVED
 from apps.ledger.selectors import EventPage
@@ -38,6 +40,8 @@ from apps.ledger.selectors import EventPage
 CAPACITY = 16
 #: reads ahead running at once per process (the edge has ``EDGE_THREADS`` threads)
 IN_FLIGHT = 2
+#: no read ahead starts while the pages kept hold this many bytes of events
+MAX_BYTES = 64 * 1024 * 1024
 #: a page not asked for within this many seconds is dropped
 TTL_S = 10.0
 
@@ -52,6 +56,20 @@ class PageKey:
     limit: int
 
 
+@dataclass(slots=True)
+class _Kept:
+    future: Future[EventPage]
+    started_at: float
+    size: int | None = field(default=None)  # bytes of its events, once read
+
+    def bytes_held(self) -> int:
+        """The bytes of events this page holds: 0 while it is read or if its read failed."""
+        if self.size is None and self.future.done():
+            failed = self.future.exception() is not None
+            self.size = 0 if failed else sum(map(len, self.future.result().documents))
+        return self.size or 0
+
+
 class NextPages:
     """Pages read ahead, by the request expected. Used on the event loop's thread only; the
     reads themselves run on the edge's threads and are held as their futures."""
@@ -61,38 +79,43 @@ class NextPages:
         *,
         capacity: int = CAPACITY,
         in_flight: int = IN_FLIGHT,
+        max_bytes: int = MAX_BYTES,
         ttl_s: float = TTL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.capacity = capacity
         self.in_flight = in_flight
+        self.max_bytes = max_bytes
         self.ttl_s = ttl_s
         self._clock = clock
-        self._pages: OrderedDict[PageKey, tuple[Future[EventPage], float]] = OrderedDict()
+        self._pages: OrderedDict[PageKey, _Kept] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._pages)
 
     def take(self, key: PageKey) -> Future[EventPage] | None:
         """The read ahead for ``key``, removed, unless there is none or it expired."""
-        found = self._pages.pop(key, None)
-        if found is None:
+        kept = self._pages.pop(key, None)
+        if kept is None or self._clock() - kept.started_at > self.ttl_s:
             return None
-        future, started_at = found
-        return future if self._clock() - started_at <= self.ttl_s else None
+        return kept.future
+
+    def running(self) -> list[Future[EventPage]]:
+        """The reads ahead not finished yet."""
+        return [kept.future for kept in self._pages.values() if not kept.future.done()]
 
     def offer(self, key: PageKey, read: Callable[[], Future[EventPage]]) -> bool:
-        """Start ``read`` for ``key`` unless it is already read ahead or too many reads are
-        running; drop expired pages, then the oldest beyond ``capacity``."""
+        """Start ``read`` for ``key`` unless it is already read ahead, too many reads are
+        running or the pages kept hold ``max_bytes``; drop expired pages, then the oldest
+        beyond ``capacity``."""
         now = self._clock()
-        for stale in [k for k, (_, at) in self._pages.items() if now - at > self.ttl_s]:
+        for stale in [k for k, kept in self._pages.items() if now - kept.started_at > self.ttl_s]:
             del self._pages[stale]
-        if key in self._pages:
+        if key in self._pages or len(self.running()) >= self.in_flight:
             return False
-        running = sum(1 for future, _ in self._pages.values() if not future.done())
-        if running >= self.in_flight:
+        if sum(kept.bytes_held() for kept in self._pages.values()) >= self.max_bytes:
             return False
-        self._pages[key] = (read(), now)
+        self._pages[key] = _Kept(read(), now)
         while len(self._pages) > self.capacity:
             self._pages.popitem(last=False)
         return True

@@ -122,6 +122,26 @@ def test_no_more_reads_run_at_once_than_in_flight_allows() -> None:
     assert pages.offer(key(3, token="c"), pending) is True
 
 
+def test_no_read_starts_while_the_pages_kept_hold_max_bytes() -> None:
+    """A page of large events is bounded by what one request reads; the pages kept, by this."""
+    pages = NextPages(max_bytes=40, in_flight=5)
+    big = page(3, 3, 20)
+    assert sum(map(len, big.documents)) == 42  # three documents of 14 bytes
+    pages.offer(key(3, token="a"), lambda: done(big))
+
+    assert pages.offer(key(3, token="b"), pending) is False
+    assert pages.take(key(3, token="a")) is not None
+    assert pages.offer(key(3, token="b"), pending) is True
+
+
+def test_a_failed_or_unfinished_read_holds_no_bytes() -> None:
+    pages = NextPages(max_bytes=1, in_flight=5)
+    pages.offer(key(3, token="a"), lambda: failed(RuntimeError("connection lost")))
+    pages.offer(key(3, token="b"), pending)
+
+    assert pages.offer(key(3, token="c"), pending) is True
+
+
 def test_beyond_capacity_the_oldest_page_is_dropped() -> None:
     pages = NextPages(capacity=2, in_flight=5)
     for token in ("a", "b", "c"):
@@ -201,7 +221,7 @@ def reads_ahead_settled(door: CommandEdge) -> int:
     """Wait for the reads ahead to finish, so a test sees them done instead of racing them;
     how many pages are kept."""
     deadline = time.monotonic() + 30
-    while any(not future.done() for future, _ in door._next_pages._pages.values()):
+    while door._next_pages.running():
         assert time.monotonic() < deadline, "a read ahead did not finish"
         time.sleep(0.01)
     return len(door._next_pages)

@@ -26,6 +26,7 @@ to the inner application unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -194,7 +195,8 @@ class CommandEdge:
         page: EventPage | None = None
         if ahead is not None and key is not None:
             judged, probe = await self._run(_events_page, token, remembered, group, query, PROBE)
-            await asyncio.wait([asyncio.wrap_future(ahead)])
+            with contextlib.suppress(Exception):  # a failed read is read afresh (served_ahead)
+                await asyncio.wrap_future(ahead)
             page = served_ahead(ahead, probe, key)
         if page is None:
             caller = judged.caller if judged is not None else remembered

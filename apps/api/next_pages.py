@@ -20,9 +20,10 @@ Pages are kept per process, by the token, group, ``after`` and ``limit`` of the 
 expected. A keep-alive connection's requests reach the process that read ahead; elsewhere
 the next request reads afresh and the page read ahead is dropped when it expires. At most
 ``in_flight`` reads ahead run at once, so readers catching up cannot take the threads that
-answer commands, and no new one starts while the pages kept hold ``max_bytes`` of events or
-``capacity`` pages are kept (the oldest is dropped): a page of large events is bounded by
-what one request already reads, the pages kept by these.
+answer commands, and no new one starts while the pages kept hold ``max_bytes`` of events
+(counted as the characters of their JSON, almost all ASCII), and beyond ``capacity`` pages the
+oldest is dropped: a page of large events is bounded by what one request already reads, the
+pages kept by these.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ class PageKey:
 class _Kept:
     future: Future[EventPage]
     started_at: float
-    size: int | None = field(default=None)  # bytes of its events, once read
+    size: int | None = field(default=None)  # characters of its events' JSON, once read
 
     def bytes_held(self) -> int:
-        """The bytes of events this page holds: 0 while it is read or if its read failed."""
+        """The size of the events this page holds, as characters of their JSON (almost all
+        ASCII, so about their bytes): 0 while it is read or if its read failed."""
         if self.size is None and self.future.done():
             failed = self.future.exception() is not None
             self.size = 0 if failed else sum(map(len, self.future.result().documents))

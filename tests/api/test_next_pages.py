@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from django.core.asgi import get_asgi_application
+from django.db import OperationalError
 from prometheus_client import REGISTRY
 
 from apps.api.edge import CommandEdge
@@ -325,3 +326,25 @@ def test_events_archived_after_the_read_ahead_are_cursor_too_old(
     status, refusal = read(edge, world, world.w1.token, 3, 3)
 
     assert (status, refusal["error"]["code"]) == (410, "CURSOR_TOO_OLD")
+
+
+def test_a_read_ahead_that_failed_is_read_afresh(
+    edge: CommandEdge, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read ahead that raised (here a lost connection) proves nothing: the request reads
+    its page afresh and gets what Django's door gives."""
+
+    def lost(*args: Any, **kwargs: Any) -> EventPage:
+        raise OperationalError("connection lost")
+
+    monkeypatch.setattr("apps.api.edge.events_page", lost)
+    append(world, 6)
+    read(edge, world, world.w1.token, 0, 3)
+    assert reads_ahead_settled(edge) == 1
+    afresh = counted("read_afresh")
+
+    answer = read(edge, world, world.w1.token, 3, 3)
+
+    assert answer == read(get_asgi_application(), world, world.w1.token, 3, 3)
+    assert answer[0] == 200
+    assert counted("read_afresh") == afresh + 1

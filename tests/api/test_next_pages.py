@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -25,7 +26,7 @@ from apps.api.edge import CommandEdge
 from apps.api.next_pages import NextPages, PageKey, served_ahead
 from apps.ledger import snapshots
 from apps.ledger.archive import archive
-from apps.ledger.selectors import EventPage
+from apps.ledger.selectors import EventPage, events_page
 from apps.ledger.write_path import submit_command
 from apps.registry import services
 from tests.factories import World, mission_body
@@ -348,3 +349,29 @@ def test_a_read_ahead_that_failed_is_read_afresh(
     assert answer == read(get_asgi_application(), world, world.w1.token, 3, 3)
     assert answer[0] == 200
     assert counted("read_afresh") == afresh + 1
+
+
+def test_a_request_that_comes_while_its_page_is_read_waits_for_it(
+    edge: CommandEdge, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The usual case in a replay: the reader asks before the read ahead has finished; the
+    request's checks run beside it, then the page is served once read."""
+    started, release = threading.Event(), threading.Event()
+
+    def held(*args: Any, **kwargs: Any) -> EventPage:
+        started.set()
+        assert release.wait(timeout=30)
+        return events_page(*args, **kwargs)
+
+    monkeypatch.setattr("apps.api.edge.events_page", held)
+    append(world, 6)
+    read(edge, world, world.w1.token, 0, 3)
+    assert started.wait(timeout=30)
+    assert edge._next_pages.running()  # held: still reading when the next request comes
+    served = counted("served")
+    threading.Timer(0.2, release.set).start()
+
+    answer = read(edge, world, world.w1.token, 3, 3)
+
+    assert answer == read(get_asgi_application(), world, world.w1.token, 3, 3)
+    assert counted("served") == served + 1

@@ -229,7 +229,7 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
         "decoded), and in the keyset read fetches the rows: none decodes every event. "
         "The server reads each next REST page ahead while the reader takes the current one "
         "and serves it after the request's own checks (docs/protocol.md, *Pages read "
-        f"ahead*).{_served_ahead(result)}",
+        f"ahead*).{_pages_served_ahead(result)}",
         "",
         *_table(
             [
@@ -252,7 +252,7 @@ def replay_section(result: ReplayResult, command: str) -> list[str]:
     ]
 
 
-def _served_ahead(result: ReplayResult) -> str:
+def _pages_served_ahead(result: ReplayResult) -> str:
     """How many REST pages the server answered from a read ahead, when the run counted it."""
     rest = next((run for run in result.runs if run.way == "rest"), None)
     if rest is None or rest.served_ahead is None:

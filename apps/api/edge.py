@@ -53,7 +53,13 @@ from apps.artifacts.http import (
     refuse,
     unavailable,
 )
-from apps.ledger.selectors import DEFAULT_PAGE, MAX_PAGE, EventPage, events_page, readable_page
+from apps.ledger.selectors import (
+    DEFAULT_PAGE,
+    EventPage,
+    clamped_limit,
+    events_page,
+    readable_page,
+)
 from apps.ledger.write_path import Caller, submit_command
 from apps.registry.services import (
     Authenticated,
@@ -262,11 +268,18 @@ def _page_key(token: str, group: str, query: QueryDict) -> PageKey | None:
     """The key of a page read ahead for this request, or ``None`` when its query is not
     one a page is read for (a bad query is refused by ``_events_page``, in its order)."""
     try:
-        after = query_int(query.get("after"), "after", 0)
-        limit = query_int(query.get("limit"), "limit", DEFAULT_PAGE)
+        after, limit = _after_and_limit(query)
     except ProtocolError:
         return None
-    return PageKey(token, group, after, max(1, min(limit, MAX_PAGE)))
+    return PageKey(token, group, after, clamped_limit(limit))
+
+
+def _after_and_limit(query: QueryDict) -> tuple[int, int]:
+    """``after`` and ``limit`` of an events query (wire.md §1 counts), as asked."""
+    return (
+        query_int(query.get("after"), "after", 0),
+        query_int(query.get("limit"), "limit", DEFAULT_PAGE),
+    )
 
 
 def _between_connection_checks[T](read: Callable[[], T]) -> T:
@@ -296,8 +309,7 @@ def _events_page(
     else:
         caller = remembered
     try:
-        after = query_int(query.get("after"), "after", 0)
-        limit = query_int(query.get("limit"), "limit", DEFAULT_PAGE)
+        after, limit = _after_and_limit(query)
     except ProtocolError:
         if remembered is not None:
             authenticate_bearer(token)  # a replaced session's 401 comes before a bad query

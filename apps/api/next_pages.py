@@ -34,7 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from apps.ledger.metrics import EVENT_PAGES_READ_AHEAD, READ_AFRESH, SERVED
+from apps.ledger.metrics import count_read_ahead
 from apps.ledger.selectors import EventPage
 
 #: pages kept per process (one page is at most ``MAX_PAGE`` events, ~650 KB in the benchmark)
@@ -126,7 +126,7 @@ class NextPages:
 def served_ahead(ahead: Future[EventPage], probe: EventPage, key: PageKey) -> EventPage | None:
     """The page to answer ``key`` with: the one read ahead, under the head just read by the
     request's checks (``probe``), if it is full; else ``None`` (read afresh). ``ahead`` must
-    be done. Counted in ``mwp_event_pages_read_ahead``."""
+    be done. Counted in ``mwp_event_pages_read_ahead_total``."""
     page = ahead.result() if ahead.exception() is None else None
     full = (
         page is not None
@@ -134,7 +134,7 @@ def served_ahead(ahead: Future[EventPage], probe: EventPage, key: PageKey) -> Ev
         and page.next_after == key.after + key.limit
         and probe.head >= page.next_after
     )
-    EVENT_PAGES_READ_AHEAD.labels(SERVED if full else READ_AFRESH).inc()
+    count_read_ahead(served=full)
     if page is None or not full:
         return None
     return EventPage(page.documents, probe.head, page.next_after)

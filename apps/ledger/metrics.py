@@ -76,12 +76,12 @@ EVENT_PAGES_READ_AHEAD = Counter(
     "request came: served, or read afresh (the page was not full or its read failed).",
     ["outcome"],
 )
-#: the outcomes of a page read ahead (``apps/api/next_pages.py``)
-SERVED, READ_AFRESH = "served", "read_afresh"
 
 # Bound once: ``labels()`` looks the child up under a lock on every call.
 _SINGLE_SECONDS = WRITE_PATH_SECONDS.labels(entry=SINGLE)
 _BATCH_SECONDS = WRITE_PATH_SECONDS.labels(entry=BATCH)
+_PAGES_SERVED_AHEAD = EVENT_PAGES_READ_AHEAD.labels(outcome="served")
+_PAGES_READ_AFRESH = EVENT_PAGES_READ_AHEAD.labels(outcome="read_afresh")
 
 
 class _Answer(Protocol):
@@ -103,6 +103,11 @@ def count(type_: str, result: _Answer | ProtocolError) -> None:
         COMMANDS_REFUSED.labels(type_, result.code.value).inc()
     else:
         COMMANDS_ACCEPTED.labels(type_, "true" if result.replayed else "false").inc()
+
+
+def count_read_ahead(*, served: bool) -> None:
+    """Count what became of a page read ahead when its request came (``apps/api/next_pages.py``)."""
+    (_PAGES_SERVED_AHEAD if served else _PAGES_READ_AFRESH).inc()
 
 
 def count_each(types: Sequence[str], results: Sequence[_Answer | ProtocolError]) -> None:

@@ -28,6 +28,11 @@ _EVENTS_PAGE = (
 )
 
 
+def clamped_limit(limit: int) -> int:
+    """A page's ``limit`` as served: at least 1, at most ``MAX_PAGE`` (wire.md §4)."""
+    return max(1, min(limit, MAX_PAGE))
+
+
 def group_log(group_id: str) -> GroupLog:
     log = GroupLog.objects.filter(group_id=group_id).first()
     if log is None:
@@ -76,7 +81,7 @@ def events_page(group_id: str, *, after: int, limit: int, head: int) -> EventPag
     archived — before or during this read, the move being atomic — and the reader gets
     ``CURSOR_TOO_OLD`` with the snapshot to restore instead (wire.md §4, §7; R16-10).
     """
-    limit = max(1, min(limit, MAX_PAGE))
+    limit = clamped_limit(limit)
     with hot_cursor() as cursor:  # parameters bound on the server
         cursor.execute(_EVENTS_PAGE, [group_id, after, head, limit])
         rows = cursor.fetchall()
@@ -143,7 +148,7 @@ def _member_head_page(
     membership row and the head with its page sent together, so one round trip on
     PostgreSQL; elsewhere the head, then the page. The page is only built when asked for,
     after the caller's checks, and raises ``CURSOR_TOO_OLD`` below the online floor."""
-    limit = max(1, min(limit, MAX_PAGE))
+    limit = clamped_limit(limit)
     key = membership_key(principal)
     postgresql = current().vendor == "postgresql"
     reads: list[Read[Any]] = [

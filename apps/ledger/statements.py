@@ -114,25 +114,30 @@ class _Collected:
         ``COPY_FROM_ROWS`` rows a ``COPY`` (a batch inserts hundreds); and an ``UPDATE …
         FROM (VALUES (%s, …)) AS v …`` (``_update_from_values``): one statement with every
         row in its ``VALUES``."""
+        set_based = _FROM_VALUES.fullmatch(sql)
+        if set_based is not None:
+            self._one_statement(set_based["head"], set_based["row"], set_based["tail"], param_list)
+            return
         head, values, row = sql.rpartition(" VALUES ")
         target = _INSERT_INTO.fullmatch(head) if values else None
         if target is None or not _PLACEHOLDERS.fullmatch(row):
-            set_based = _FROM_VALUES.fullmatch(sql)
-            if set_based is None:
-                for params in param_list:
-                    self.execute(sql, params)
-                return
-            rows = [self.quote(set_based["row"], params) for params in param_list]
-            if rows:
-                self.texts.append(f"{set_based['head']}{', '.join(rows)}{set_based['tail']}")
+            for params in param_list:
+                self.execute(sql, params)
             return
         param_list = list(param_list)
         if len(param_list) >= COPY_FROM_ROWS:
             self.copies.append((f"COPY {target[1]} ({target[2]}) FROM STDIN", param_list))
             return
+        self._one_statement(f"{head} VALUES ", row, "", param_list)
+
+    def _one_statement(
+        self, head: str, row: str, tail: str, param_list: Iterable[Sequence[Any]]
+    ) -> None:
+        """``head``, then ``row`` quoted with each row's parameters, comma-separated, then
+        ``tail``: one statement of all the rows (none when there are no rows)."""
         rows = [self.quote(row, params) for params in param_list]
         if rows:
-            self.texts.append(f"{head} VALUES {', '.join(rows)}")
+            self.texts.append(f"{head}{', '.join(rows)}{tail}")
 
     def __enter__(self) -> _Collected:
         return self

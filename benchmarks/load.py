@@ -4,7 +4,8 @@ previous one is answered, first for a warm-up and then for the timed window.
 The same threads run both phases, so connections (a database connection per thread in
 process, a keep-alive HTTP connection per client) are open before the clock starts. Between
 the phases the driver calls ``prepare(warmup_rate)`` while the clients wait, which is where
-the envelope pools are signed for the timed window.
+the envelope pools are signed for the timed window. The CPU every process used in the timed
+window is read around it (``cpu_share``), outside the clock.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from . import cpu_share
 
 
 class Client(Protocol):
@@ -39,6 +42,8 @@ class LoadResult:
     elapsed_s: float
     latencies_s: list[float]
     warmup_rate: float
+    #: CPU seconds of each party in the timed window (``cpu_share.shares``)
+    cpu_s: dict[str, float] = field(default_factory=dict)
 
 
 class _Run:
@@ -56,8 +61,10 @@ class _Run:
         self.deadline = 0.0
         self.errors: list[BaseException] = []
         self.warmup_rate = 0.0
+        self.cpu_before = cpu_share.Snapshot()
 
     def _mark_start(self) -> None:
+        self.cpu_before = cpu_share.snapshot()  # before the clock: reading /proc takes ms
         self.started_at = time.perf_counter()
         self.deadline = self.started_at + self.seconds
 
@@ -127,6 +134,7 @@ def run_clients(
     finally:
         for thread in threads:
             thread.join()
+    cpu_after = cpu_share.snapshot()
     if run.errors:
         raise run.errors[0]
     finished = max(t.finished_at for t in run.tallies)
@@ -136,4 +144,5 @@ def run_clients(
         elapsed_s=finished - run.started_at,
         latencies_s=[latency for t in run.tallies for latency in t.latencies],
         warmup_rate=run.warmup_rate,
+        cpu_s=cpu_share.shares(run.cpu_before, cpu_after),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from .cpu_share import PARTIES
 from .results import Results, find
 from .stats import Measurement, ratio
 
@@ -292,6 +293,85 @@ def _ratio_section(results: Results) -> list[str]:
             [f"batch of {size} vs executemany", _ratio(m, ceiling), *["" for _ in clients[1:]]]
         )
     return _table(["figure / ceiling", *(f"{c} client(s)" for c in clients)], rows, text_columns=1)
+
+
+#: the columns of section 5b, one per ``cpu_share`` party
+_PARTY_HEADERS = {
+    "client": "load client",
+    "servers": "servers",
+    "postgresql": "PostgreSQL",
+    "redis": "Redis",
+    "other": "other",
+    "idle": "idle",
+}
+
+
+def _cpu_rows(label: str, measurements: list[Measurement]) -> list[list[str]]:
+    """Per cell: ms of each party's CPU per accepted command, and for the HTTP figures the
+    rate the machine would allow were the servers' CPU free (``_free_server_bound``)."""
+    rows = []
+    for m in measurements:
+        used = m.params.get("cpu_s") or {}
+        if not used or not m.operations:
+            continue
+        per_command = {party: used.get(party, 0.0) * 1000 / m.operations for party in PARTIES}
+        bound = _free_server_bound(used, m) if label.startswith("HTTP") else math.nan
+        rows.append(
+            [
+                label,
+                str(m.params.get("groups", 1)),
+                str(m.params.get("clients", 1)),
+                _rate(m.rate),
+                *(_ms(per_command[party]) for party in PARTIES),
+                _rate(bound),
+            ]
+        )
+    return rows
+
+
+def _free_server_bound(used: dict[str, float], m: Measurement) -> float:
+    """Commands/s the machine's cores allow at this cell's measured CPU per command of the
+    load client, PostgreSQL, Redis and the rest, were the servers' CPU zero: an upper bound,
+    which no server code can pass on this machine with this client."""
+    window_s = m.elapsed_s
+    cores = sum(used.get(party, 0.0) for party in PARTIES) / window_s if window_s else math.nan
+    others = sum(used.get(party, 0.0) for party in ("client", "postgresql", "redis", "other"))
+    return cores * m.operations / others if others else math.nan
+
+
+def _cpu_section(results: Results) -> list[str]:
+    rows = [
+        *_cpu_rows("HTTP (pool)", results.http),
+        *_cpu_rows("in-process", results.inprocess),
+        *_cpu_rows("HTTP batch", results.batch),
+    ]
+    if not rows:
+        return []
+    header = [
+        "figure",
+        "groups",
+        "clients",
+        "commands/s",
+        *(f"{_PARTY_HEADERS[party]} ms" for party in PARTIES),
+        "free-server bound/s",
+    ]
+    return [
+        "### 5b. Where the machine's CPU went",
+        "",
+        "Every process's CPU time, read from `/proc` around each timed window "
+        "(`benchmarks/cpu_share.py`), in ms per accepted command; the row is the cell's median "
+        "round. *load client*: the benchmark's own process (its client threads; in process, "
+        "also the write path). *servers*: the server processes it started. *PostgreSQL*: "
+        "every `postgres` process. *other*: the machine's busy time none of those used "
+        "(kernel work for all of them included). *idle*: core time nobody used. The parties "
+        "share the machine's cores, so their sum is the cores times the window. "
+        "*free-server bound*: the rate the cores allow at the cell's measured CPU per command "
+        "of everything but the servers, were the servers' CPU zero. It is an upper bound on "
+        "what any server code could reach here with this client; pgbench's client is C and "
+        "costs little, this one is Python (`httpx`).",
+        "",
+        *_table(header, rows, text_columns=1),
+    ]
 
 
 def _breakdown_section(results: Results) -> list[str]:
@@ -591,6 +671,7 @@ def render(results: Results) -> str:
         "## 5. Ratios to the ceilings",
         "",
         *_ratio_section(results),
+        *_cpu_section(results),
         *sweep_block(results),
         "## Where the time goes",
         "",

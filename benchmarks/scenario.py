@@ -64,6 +64,6 @@ def measure_commands(
         elapsed_s=result.elapsed_s,
         latencies_s=result.latencies_s,
         errors=result.refused,
-        params={"clients": clients, "groups": groups, **params},
+        params={"clients": clients, "groups": groups, **params, "cpu_s": result.cpu_s},
         notes=notes,
     )

@@ -15,6 +15,7 @@ import pytest
 from apps.ledger.models import Event, GroupLog
 from benchmarks.ceilings import read_pgbench_logs
 from benchmarks.config import load_config
+from benchmarks.cpu_share import PARTIES
 from benchmarks.inprocess import measure_inprocess
 from benchmarks.report import render
 from benchmarks.results import Results
@@ -67,7 +68,10 @@ def test_inprocess_quick_measurement_appends_gapless_events_and_is_well_formed(t
 
     measurement = measure_inprocess(world, clients=2, groups=2, config=config)
 
+    cpu_s = measurement.params.pop("cpu_s")
     assert measurement.params == {"clients": 2, "groups": 2}
+    assert set(cpu_s) == set(PARTIES)  # section 5b: who used the machine's CPU in the window
+    assert cpu_s["client"] > 0  # in process, the client threads run the write path
     assert measurement.errors == 0, measurement.notes
     assert measurement.operations > 0
     assert measurement.requests == measurement.operations

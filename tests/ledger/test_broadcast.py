@@ -12,6 +12,7 @@ import threading
 import uuid
 
 import pytest
+import redis
 from channels.layers import get_channel_layer
 
 from apps.ledger import broadcast
@@ -107,3 +108,90 @@ def test_an_unreachable_redis_costs_the_caller_no_error(settings, caplog) -> Non
     assert publisher is not None
     assert publisher.drain(timeout=30)
     assert "could not announce" in caplog.text
+
+
+def _listen_for(layer, group: str, send) -> list[int]:
+    """The heads a layer subscriber of ``group`` receives while ``send()`` runs in a thread,
+    until the highest it sends (``send`` returns it) has arrived."""
+
+    async def listen() -> list[int]:
+        channel = await layer.new_channel()
+        await layer.group_add(group_channel(group), channel)
+        await asyncio.sleep(0.2)
+        highest: list[int] = []
+        sender = threading.Thread(target=lambda: highest.append(send()))
+        sender.start()
+        heads: list[int] = []
+        try:
+            while not highest or not heads or heads[-1] != highest[0]:
+                message = await asyncio.wait_for(layer.receive(channel), timeout=5)
+                heads.append(message["head"])
+        finally:
+            sender.join()
+            await layer.group_discard(group_channel(group), channel)
+        return heads
+
+    return asyncio.run(listen())
+
+
+def _hint_connections(layer) -> list[dict]:
+    """The hint connection of ``layer``'s publisher as Redis lists it (``CLIENT LIST``)."""
+    name = broadcast._publisher(layer).client_name
+    assert name.startswith(f"{broadcast.HINTS_CLIENT_NAME}-{os.getpid()}-")
+    with redis.Redis.from_url(os.environ["REDIS_URL"]) as admin:
+        return [client for client in admin.client_list() if client.get("name") == name]
+
+
+def test_hints_go_over_one_named_connection_that_asks_for_no_answers(pubsub_layer) -> None:
+    """The sender writes PUBLISH on a connection of its own told ``CLIENT REPLY OFF``: the
+    hints arrive, and Redis has nothing to send back on it (its output buffer stays empty)."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    def send() -> int:
+        for head in range(1, 51):
+            announce_head(group, head)
+        return 50
+
+    heads = _listen_for(pubsub_layer, group, send)
+
+    assert heads[-1] == 50
+    (connection,) = _hint_connections(pubsub_layer)
+    assert int(connection["omem"]) == 0
+    assert int(connection["obl"]) == 0
+    assert broadcast._publisher(pubsub_layer)._answers_anyway is False
+
+
+def test_a_hint_connection_closed_by_redis_is_opened_again_for_the_next_hint(
+    pubsub_layer,
+) -> None:
+    """A restart or Redis's idle ``timeout`` closes the sender's connection: the next hint
+    finds it closed and goes over a new one, not lost."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    assert _listen_for(pubsub_layer, group, lambda: announce_head(group, 1) or 1) == [1]
+    (before,) = _hint_connections(pubsub_layer)
+    with redis.Redis.from_url(os.environ["REDIS_URL"]) as admin:
+        admin.client_kill_filter(_id=before["id"])
+
+    heads = _listen_for(pubsub_layer, group, lambda: announce_head(group, 2) or 2)
+
+    assert heads == [2]
+    (after,) = _hint_connections(pubsub_layer)
+    assert after["id"] != before["id"]
+
+
+def test_a_server_that_answers_anyway_turns_the_sender_to_round_trips(pubsub_layer) -> None:
+    """Where ``CLIENT REPLY OFF`` does not hold (a proxy, a server without it), answers pile
+    up on the connection: the first one seen turns the publisher to round trips, which read
+    every answer, and no hint is lost on the way."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    assert _listen_for(pubsub_layer, group, lambda: announce_head(group, 1) or 1) == [1]
+    publisher = broadcast._publisher(pubsub_layer)
+    assert publisher.drain(timeout=5)
+    publisher._quiet.send_command("CLIENT", "REPLY", "ON")  # Redis answers it: +OK
+
+    heads = _listen_for(pubsub_layer, group, lambda: announce_head(group, 2) or 2)
+    more = _listen_for(pubsub_layer, group, lambda: announce_head(group, 3) or 3)
+
+    assert (heads, more) == ([2], [3])
+    assert publisher._answers_anyway is True
+    assert _hint_connections(pubsub_layer) == []  # the quiet one was closed

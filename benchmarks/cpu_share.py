@@ -4,10 +4,10 @@ On this machine kind everything of a benchmark shares two cores: the client thre
 send the commands, the server processes that answer them, PostgreSQL's backends and Redis.
 A rate divided by pgbench's says how far the write path is from PostgreSQL alone, but not
 how much of the machine the write path itself had: pgbench's client is C and costs little,
-the HTTP figures' client is Python (``httpx``) and costs about as much per request as a
-third of the server's work. So each closed-loop window (``load.run_clients``) also reads the
-CPU time every process used, from ``/proc``, and the report divides it by the commands
-accepted (docs/benchmarks.md, section 5b).
+the HTTP figures' client is Python (``http.client``; ``httpx`` cost three times as much)
+and costs about a tenth of the server's work per request. So each closed-loop window
+(``load.run_clients``) also reads the CPU time every process used, from ``/proc``, and the
+report divides it by the commands accepted (docs/benchmarks.md, section 5b).
 
 Parties, by process: this process (the load client; in process also the write path),
 its descendants (the servers it started), PostgreSQL (every process named ``postgres``:

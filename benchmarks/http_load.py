@@ -1,17 +1,23 @@
 """Commands over HTTP to real ASGI server processes (``benchmarks/servers.py``; the kind
 the report names): what an agent sees end to end.
 
-Each client is a thread with its own keep-alive ``httpx.Client``, its own agent and session
-token, spread round-robin over the server processes. Envelopes are signed before the clock
-starts (see :mod:`benchmarks.envelopes`); JSON encoding of each request is in the loop.
+Each client is a thread with its own keep-alive connection, agent and session token, spread
+round-robin over the server processes. Envelopes are signed before the clock starts (see
+:mod:`benchmarks.envelopes`); JSON encoding of each request is in the loop.
+
+The connection is the standard library's ``http.client``, not ``httpx``: the clients share
+the machine's two cores with the servers and PostgreSQL, and ``httpx`` spent ~0.75 ms of
+CPU per request against ~0.25 ms for ``http.client`` (section 5b of docs/benchmarks.md,
+measured side by side on 2026-12-05): a third of the machine at 16 clients, taken from the
+servers the figure is meant to measure. pgbench, the ceiling, has a client in C.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 from collections.abc import Sequence
-
-import httpx
+from urllib.parse import urlsplit
 
 from .config import BenchConfig
 from .envelopes import EnvelopePool
@@ -20,14 +26,44 @@ from .stats import Measurement
 from .world import BenchWorld
 
 TIMEOUT_S = 60.0
+#: what a keep-alive connection the server closed while idle raises on the next request,
+#: before the request reached the server (so sending it again on a new one is safe)
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
-def _http_client(base_url: str, token: str) -> httpx.Client:
-    return httpx.Client(
-        base_url=base_url,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        timeout=TIMEOUT_S,
-    )
+class KeepAlive:
+    """One keep-alive HTTP/1.1 connection posting JSON with the agent's bearer token.
+
+    Like ``httpx``'s pool, a connection the server closed while idle (uvicorn's keep-alive
+    timeout, between the warm-up and the timed window) is opened again and the request sent
+    on the new one."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        parts = urlsplit(base_url)
+        self._address = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self._connection = self._connect()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        host, port = self._address
+        return http.client.HTTPConnection(host, port, timeout=TIMEOUT_S)
+
+    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        """POST ``body`` to ``path``: the status and the response's body."""
+        try:
+            return self._post(path, body)
+        except _STALE:
+            self._connection.close()
+            self._connection = self._connect()
+            return self._post(path, body)
+
+    def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        self._connection.request("POST", path, body=body, headers=self._headers)
+        response = self._connection.getresponse()
+        return response.status, response.read()
+
+    def close(self) -> None:
+        self._connection.close()
 
 
 class HttpCommandClient:
@@ -35,17 +71,17 @@ class HttpCommandClient:
 
     def __init__(self, pool: EnvelopePool, base_url: str) -> None:
         self.pool = pool
-        self.http = _http_client(base_url, pool.agent.token)
+        self.http = KeepAlive(base_url, pool.agent.token)
         self.first_error = ""
 
     def send(self) -> tuple[int, int]:
         document = self.pool.next()
-        response = self.http.post(
-            f"/api/v1/groups/{document['group']}/commands", content=json.dumps(document)
+        status, body = self.http.post(
+            f"/api/v1/groups/{document['group']}/commands", json.dumps(document).encode()
         )
-        if response.status_code == 201:
+        if status == 201:
             return 1, 0
-        self.first_error = self.first_error or f"HTTP {response.status_code}: {response.text[:200]}"
+        self.first_error = self.first_error or f"HTTP {status}: {body[:200]!r}"
         return 0, 1
 
     def close(self) -> None:
@@ -58,26 +94,24 @@ class HttpBatchClient:
     def __init__(self, pool: EnvelopePool, base_url: str, size: int) -> None:
         self.pool = pool
         self.size = size
-        self.http = _http_client(base_url, pool.agent.token)
+        self.http = KeepAlive(base_url, pool.agent.token)
         self.first_error = ""
 
     def send(self) -> tuple[int, int]:
         commands = self.pool.take(self.size)
-        response = self.http.post(
+        status, body = self.http.post(
             f"/api/v1/groups/{commands[0]['group']}/commands:batch",
-            content=json.dumps({"commands": commands}),
+            json.dumps({"commands": commands}).encode(),
         )
-        if response.status_code != 200:
-            self.first_error = (
-                self.first_error or f"HTTP {response.status_code}: {response.text[:200]}"
-            )
+        if status != 200:
+            self.first_error = self.first_error or f"HTTP {status}: {body[:200]!r}"
             return 0, self.size
-        statuses = [item["status"] for item in response.json()["results"]]
-        accepted = sum(1 for status in statuses if status == 201)
-        if accepted != len(statuses):
-            refused = next(item for item in response.json()["results"] if item["status"] != 201)
+        results = json.loads(body)["results"]
+        accepted = sum(1 for item in results if item["status"] == 201)
+        if accepted != len(results):
+            refused = next(item for item in results if item["status"] != 201)
             self.first_error = self.first_error or f"batch item refused: {refused}"
-        return accepted, len(statuses) - accepted
+        return accepted, len(results) - accepted
 
     def close(self) -> None:
         self.http.close()

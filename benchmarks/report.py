@@ -368,7 +368,7 @@ def _cpu_section(results: Results) -> list[str]:
         "*free-server bound*: the rate the cores allow at the cell's measured CPU per command "
         "of everything but the servers, were the servers' CPU zero. It is an upper bound on "
         "what any server code could reach here with this client; pgbench's client is C and "
-        "costs little, this one is Python (`httpx`).",
+        "costs little, this one is Python (`http.client`).",
         "",
         *_table(header, rows, text_columns=1),
     ]
@@ -641,7 +641,9 @@ def render(results: Results) -> str:
         "",
         "`POST /api/v1/groups/{g}/commands` with a fresh signed `mission.create` per request "
         "(pre-signed before the clock starts), each client a thread with its own keep-alive "
-        "`httpx.Client`, agent and session token, clients spread round-robin over the server "
+        "`http.client` connection (the standard library's: `httpx` cost three times its CPU "
+        "per request on the cores the servers need, `benchmarks/http_load.py`), agent and "
+        "session token, clients spread round-robin over the server "
         "processes (which server: *Settings* above); latency is per request as the client "
         "sees it. The servers run the product "
         "default: `missionweave.settings`, which on PostgreSQL borrows each request's "

@@ -21,7 +21,7 @@ from benchmarks.world import build_world
 @pytest.mark.django_db(transaction=True)
 def test_commands_and_batches_reach_a_real_server_and_are_accepted(live_asgi_server):
     """Each command is one accepted 201 (one event, wire§3); a batch's answer is read item by
-    item (wire§5)."""
+    item (wire§4)."""
     world = build_world(groups=1, agents=1, prefix="http-smoke")
     pool = EnvelopePool(world.agents[0], world.groups, seed=3)
     pool.presign(8)

@@ -66,25 +66,12 @@ def test_a_burst_of_hints_arrives_in_order_and_ends_at_the_highest_head(pubsub_l
     """Coalescing may skip intermediate heads, never reorder them or lose the last one."""
     group = f"g-{uuid.uuid4().hex[:8]}"
 
-    async def listen() -> list[int]:
-        channel = await pubsub_layer.new_channel()
-        await pubsub_layer.group_add(group_channel(group), channel)
-        await asyncio.sleep(0.2)
-        sender = threading.Thread(
-            target=lambda: [announce_head(group, head) for head in range(1, 301)]
-        )
-        sender.start()
-        heads: list[int] = []
-        try:
-            while not heads or heads[-1] != 300:
-                message = await asyncio.wait_for(pubsub_layer.receive(channel), timeout=5)
-                heads.append(message["head"])
-        finally:
-            sender.join()
-            await pubsub_layer.group_discard(group_channel(group), channel)
-        return heads
+    def send() -> int:
+        for head in range(1, 301):
+            announce_head(group, head)
+        return 300
 
-    heads = asyncio.run(listen())
+    heads = _listen_for(pubsub_layer, group, send)
 
     assert heads == sorted(set(heads))
     assert heads[-1] == 300

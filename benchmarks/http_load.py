@@ -8,7 +8,7 @@ round-robin over the server processes. Envelopes are signed before the clock sta
 The connection is the standard library's ``http.client``, not ``httpx``: the clients share
 the machine's two cores with the servers and PostgreSQL, and ``httpx`` spent ~0.75 ms of
 CPU per request against ~0.25 ms for ``http.client`` (section 5b of docs/benchmarks.md,
-measured side by side on 2026-12-05): a third of the machine at 16 clients, taken from the
+measured side by side on 2026-12-05): a sixth of the machine at 16 clients, taken from the
 servers the figure is meant to measure. pgbench, the ceiling, has a client in C.
 """
 

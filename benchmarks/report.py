@@ -316,9 +316,10 @@ def _cpu_rows(label: str, measurements: list[Measurement]) -> list[list[str]]:
             continue
         per_command = {party: used.get(party, 0.0) * 1000 / m.operations for party in PARTIES}
         bound = _free_server_bound(used, m) if label.startswith("HTTP") else math.nan
+        size = m.params.get("batch_size")
         rows.append(
             [
-                label,
+                label if size is None else f"{label} of {size}",
                 str(m.params.get("groups", 1)),
                 str(m.params.get("clients", 1)),
                 _rate(m.rate),

@@ -71,7 +71,7 @@ class _SyncPublisher:
     The sender's connection is its own, told ``CLIENT REPLY OFF``: a PUBLISH is then one
     write to the socket and nothing to wait for or parse, where a pipelined round trip cost
     the sender ~130 µs of CPU and the callers' threads the GIL meanwhile (~150 µs of CPU and
-    ~60 µs of wall time per command in process, docs/benchmarks.md). A hint needs no answer:
+    60–95 µs of wall time per command in process, docs/benchmarks.md). A hint needs no answer:
     the number of subscribers PUBLISH returns is of no use here. Should the server answer
     anyway (a proxy or server without ``CLIENT REPLY``), the first answer that arrives turns
     this publisher back to round trips, which read every answer.

@@ -158,6 +158,15 @@ def test_section_5b_divides_each_party_by_the_commands_and_bounds_a_free_server(
             params={"groups": 16, "clients": 16, "cpu_s": {**cpu_s, "idle": 0.5}},
         )
     )
+    results.batch.append(
+        summarize(
+            "http_batch",
+            operations=1000,
+            elapsed_s=2.0,
+            latencies_s=[0.5],
+            params={"groups": 1, "clients": 1, "batch_size": 500, "cpu_s": {**cpu_s, "idle": 0.5}},
+        )
+    )
     results.inprocess.append(
         summarize(
             "inprocess",
@@ -176,3 +185,4 @@ def test_section_5b_divides_each_party_by_the_commands_and_bounds_a_free_server(
     )
     # in process the client is the write path: no bound without a server
     assert "| in-process | 1 | 1 | 250 | 2.00 | 3.00 | 2.00 | 0.00 | 0.00 | 1.00 | — |" in section
+    assert "| HTTP batch of 500 | 1 | 1 | 500 |" in section  # which batch size each row is

@@ -17,7 +17,7 @@ from benchmarks.cpu_share import PARTIES, ProcessTimes, Snapshot, parse_machine,
 from benchmarks.load import run_clients
 from benchmarks.report import render
 from benchmarks.results import Results
-from benchmarks.stats import summarize
+from benchmarks.stats import Measurement, summarize
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -149,33 +149,17 @@ def test_section_5b_divides_each_party_by_the_commands_and_bounds_a_free_server(
     config = dataclasses.replace(load_config(quick=True), output=tmp_path / "b.md")
     results = Results(command="pytest", config=config, started_at=datetime.now(UTC))
     cpu_s = {"client": 1.0, "servers": 1.5, "postgresql": 1.0, "redis": 0.0, "other": 0.0}
-    results.http.append(
-        summarize(
-            "http",
-            operations=1000,
-            elapsed_s=2.0,
-            latencies_s=[0.01],
-            params={"groups": 16, "clients": 16, "cpu_s": {**cpu_s, "idle": 0.5}},
+
+    def cell(name: str, operations: int, **params: int) -> Measurement:
+        """``operations`` in 2 s, with the CPU above and 0.5 s idle."""
+        params = {"groups": 1, "clients": 1, **params, "cpu_s": {**cpu_s, "idle": 0.5}}
+        return summarize(
+            name, operations=operations, elapsed_s=2.0, latencies_s=[0.01], params=params
         )
-    )
-    results.batch.append(
-        summarize(
-            "http_batch",
-            operations=1000,
-            elapsed_s=2.0,
-            latencies_s=[0.5],
-            params={"groups": 1, "clients": 1, "batch_size": 500, "cpu_s": {**cpu_s, "idle": 0.5}},
-        )
-    )
-    results.inprocess.append(
-        summarize(
-            "inprocess",
-            operations=500,
-            elapsed_s=2.0,
-            latencies_s=[0.002],
-            params={"groups": 1, "clients": 1, "cpu_s": {**cpu_s, "idle": 0.5}},
-        )
-    )
+
+    results.http.append(cell("http", 1000, groups=16, clients=16))
+    results.batch.append(cell("http_batch", 1000, batch_size=500))
+    results.inprocess.append(cell("inprocess", 500))
 
     document = render(results)
 

@@ -152,9 +152,9 @@ def test_section_5b_divides_each_party_by_the_commands_and_bounds_a_free_server(
 
     def cell(name: str, operations: int, **params: int) -> Measurement:
         """``operations`` in 2 s, with the CPU above and 0.5 s idle."""
-        params = {"groups": 1, "clients": 1, **params, "cpu_s": {**cpu_s, "idle": 0.5}}
+        cell_params = {"groups": 1, "clients": 1, **params, "cpu_s": {**cpu_s, "idle": 0.5}}
         return summarize(
-            name, operations=operations, elapsed_s=2.0, latencies_s=[0.01], params=params
+            name, operations=operations, elapsed_s=2.0, latencies_s=[0.01], params=cell_params
         )
 
     results.http.append(cell("http", 1000, groups=16, clients=16))

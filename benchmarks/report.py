@@ -8,6 +8,7 @@ losing the explanation (which says which run it was written against).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from .cpu_share import PARTIES
@@ -375,6 +376,82 @@ def _cpu_section(results: Results) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class _MustHold:
+    """One of issue 15's must-holds on sections 1–5: a figure's ratio to its ceiling at
+    least ``least``, or a p99 at most ``most`` times its p50."""
+
+    text: str
+    figure: str  # the ``Results`` list it reads
+    cell: dict[str, int]
+    least: float | None = None
+    most: float | None = None
+
+
+_MUST_HOLDS = (
+    _MustHold("HTTP, 16 groups × 16 clients", "http", {"groups": 16, "clients": 16}, least=0.20),
+    _MustHold("HTTP, 1 group × 1 client", "http", {"groups": 1, "clients": 1}, least=0.25),
+    _MustHold(
+        "in process, 1 group × 1 client", "inprocess", {"groups": 1, "clients": 1}, least=0.40
+    ),
+    _MustHold(
+        "HTTP p99 / p50, 16 clients on one group", "http", {"groups": 1, "clients": 16}, most=10.0
+    ),
+    _MustHold(
+        "in process p99 / p50, 16 clients on one group",
+        "inprocess",
+        {"groups": 1, "clients": 16},
+        most=10.0,
+    ),
+    _MustHold("`commands:batch` of 500 / `executemany`", "batch", {"batch_size": 500}, least=0.15),
+)
+
+
+def _ratio_value(m: Measurement, ceiling: Measurement | None) -> float:
+    """The ratio ``_ratio`` prints: over rounds the median of the paired ratios."""
+    if "ratio" in m.params:
+        return float(m.params["ratio"])
+    return ratio(m.rate, ceiling.rate) if ceiling is not None else math.nan
+
+
+def _must_hold_row(results: Results, hold: _MustHold) -> list[str]:
+    m = find(getattr(results, hold.figure), **hold.cell)
+    if hold.most is not None:
+        asked = f"≤ {hold.most:g}×"
+        value = m.latency_p99_ms / m.latency_p50_ms if m and m.latency_p50_ms else math.nan
+        holds = value <= hold.most
+    else:
+        asked = f"≥ {hold.least:.2f}×"
+        ceilings = results.executemany if hold.figure == "batch" else results.pgbench
+        value = _ratio_value(m, find(ceilings, **hold.cell)) if m else math.nan
+        holds = value >= (hold.least or 0.0)
+    floor = find(results.floor, **hold.cell) if hold.least and hold.figure != "batch" else None
+    floor_text = f"{_ratio_value(floor, find(results.pgbench, **hold.cell)):.2f}×" if floor else "—"
+    if math.isnan(value):
+        missing = "not measured" if m is None else "no ceiling measured"
+        return [hold.text, asked, missing, floor_text, "—"]
+    shown = f"{value:.1f}×" if hold.most is not None else f"{value:.2f}×"
+    return [hold.text, asked, shown, floor_text, "holds" if holds else "**does not hold**"]
+
+
+def _must_holds_section(results: Results) -> list[str]:
+    if not (results.http or results.inprocess or results.batch):
+        return []
+    rows = [_must_hold_row(results, hold) for hold in _MUST_HOLDS]
+    return [
+        "### 5c. Issue 15's must-holds on these sections",
+        "",
+        "Each ratio as section 5 gives it (over rounds, the median of the paired ratios). "
+        "*floor × ceiling*: PostgreSQL alone running the write path's own SQL in the same "
+        "cell (4b), over the ceiling: no figure with Python in it can reach more than that "
+        "on this machine. The sweep's must-hold is in section 6, the replays' in section 8.",
+        "",
+        *_table(
+            ["must hold", "asked", "measured", "floor × ceiling", "verdict"], rows, text_columns=1
+        ),
+    ]
+
+
 def _breakdown_section(results: Results) -> list[str]:
     b = results.breakdown
     if b is None:
@@ -675,6 +752,7 @@ def render(results: Results) -> str:
         "",
         *_ratio_section(results),
         *_cpu_section(results),
+        *_must_holds_section(results),
         *sweep_block(results),
         "## Where the time goes",
         "",

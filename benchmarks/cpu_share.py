@@ -77,21 +77,27 @@ def parse_machine(text: str) -> tuple[float, float]:
     return (sum(ticks) - idle) / _TICKS_PER_S, idle / _TICKS_PER_S
 
 
+def process_times(pid: int | str, proc: Path = PROC) -> ProcessTimes | None:
+    """``pid``'s line of ``/proc`` now (``None``: gone, or unreadable)."""
+    try:
+        return parse_stat((proc / str(pid) / "stat").read_text())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def every_process(proc: Path = PROC) -> list[ProcessTimes]:
+    """Every process ``proc`` lists now (those gone since the listing left out)."""
+    found = (process_times(entry.name, proc) for entry in proc.iterdir() if entry.name.isdigit())
+    return [times for times in found if times is not None]
+
+
 def snapshot(proc: Path = PROC) -> Snapshot:
     """Now, or an empty snapshot where ``proc`` cannot be read."""
     try:
         busy, idle = parse_machine((proc / "stat").read_text())
     except (OSError, ValueError):
         return Snapshot()
-    processes = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            times = parse_stat((entry / "stat").read_text())
-        except (OSError, ValueError, IndexError):  # gone since the listing, or unreadable
-            continue
-        processes[(times.pid, times.started)] = times
+    processes = {(times.pid, times.started): times for times in every_process(proc)}
     return Snapshot(processes, busy, idle)
 
 

@@ -48,6 +48,7 @@ from django.conf import settings
 
 from apps.ledger.models import GroupLog
 
+from . import cpu_share
 from .config import BenchConfig
 from .envelopes import mission_create
 from .facts import _git_revision, load_average
@@ -143,32 +144,14 @@ class StreamResult:
 
 def _children_named(name: str) -> list[int]:
     """Pids of this process's children whose command is ``name``."""
-    me, pids = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)
-        except OSError:
-            continue
-        comm = fields[0].split("(", 1)[1]
-        if comm == name and int(fields[1].split()[1]) == me:
-            pids.append(int(entry))
-    return pids
+    me = os.getpid()
+    return [p.pid for p in cpu_share.every_process() if p.name == name and p.parent == me]
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
     """User + system CPU seconds of ``pids`` so far (from ``/proc/<pid>/stat``)."""
-    ticks, total = os.sysconf("SC_CLK_TCK"), 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+    found = (cpu_share.process_times(pid) for pid in pids)
+    return sum(times.cpu_s for times in found if times is not None)
 
 
 #: the commands of the servers :func:`~benchmarks.servers.running_servers` can start

@@ -136,28 +136,31 @@ class _SyncPublisher:
             ("PUBLISH", f"{self.prefix}__group__{group}", self.layer.serialize(message))
             for group, message in batch.items()
         ]
-        if self._answers_anyway:
-            self._send_in_round_trips(commands)
-            return
-        try:
-            self._send_quietly(commands)
-        except redis.ConnectionError:  # closed since the last batch (a restart, a timeout)
-            self._drop_quiet()
-            self._send_quietly(commands)
+        if not self._answers_anyway:
+            try:
+                sent = self._sent_quietly(commands)
+            except redis.ConnectionError:  # closed since the last batch (a restart, a timeout)
+                sent = self._sent_quietly(commands)
+            if sent:
+                return
+        self._send_in_round_trips(commands)
 
-    def _send_quietly(self, commands: list[tuple[str, str, bytes]]) -> None:
+    def _sent_quietly(self, commands: list[tuple[str, str, bytes]]) -> bool:
+        """Write ``commands`` on the quiet connection; ``False`` (and round trips from now
+        on) when an answer waits on it, which ``CLIENT REPLY OFF`` should have prevented.
+        On an error the connection is dropped, so the next write connects afresh."""
         quiet = self._quiet_connection()
         try:
-            if quiet.can_read(timeout=0):  # an answer came: CLIENT REPLY OFF did not hold
+            if quiet.can_read(timeout=0):
                 logger.info("Redis answers PUBLISH despite CLIENT REPLY OFF: reading answers")
                 self._answers_anyway = True
                 self._drop_quiet()
-                self._send_in_round_trips(commands)
-                return
+                return False
             quiet.send_packed_command(quiet.pack_commands(commands), check_health=False)
         except Exception:
-            self._drop_quiet()  # the next batch connects afresh
+            self._drop_quiet()
             raise
+        return True
 
     def _send_in_round_trips(self, commands: list[tuple[str, str, bytes]]) -> None:
         pipe = self.client.pipeline(transaction=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .cpu_share import PARTIES
 from .results import Results, find
+from .rounds import CEILING_OF, OVER_FLOOR
 from .stats import Measurement, ratio
 
 INTERPRETATION = Path(__file__).resolve().parent / "interpretation.md"
@@ -73,15 +74,24 @@ def _ms(value: float) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def _ratio(measured: Measurement, ceiling: Measurement | None, *, key: str = "ratio") -> str:
+def _ratio_value(
+    measured: Measurement, ceiling: Measurement | None, *, key: str = "ratio"
+) -> float:
     """The ratio to the ceiling (or, with ``key="floor_ratio"``, to the floor); over rounds,
-    the median of the paired ratios with each round's in brackets (``benchmarks/rounds.py``)."""
+    the median of the paired ratios (``benchmarks/rounds.py``). NaN without a ceiling."""
     if ceiling is None:
-        return "—"
+        return math.nan
     if key in measured.params:
-        rounds = ", ".join(f"{share:.2f}" for share in measured.params[f"{key}s"])
-        return f"{measured.params[key]:.2f} ({rounds})"
-    share = ratio(measured.rate, ceiling.rate)
+        return float(measured.params[key])
+    return ratio(measured.rate, ceiling.rate)
+
+
+def _ratio(measured: Measurement, ceiling: Measurement | None, *, key: str = "ratio") -> str:
+    """``_ratio_value`` as the tables print it: over rounds with each round's in brackets."""
+    share = _ratio_value(measured, ceiling, key=key)
+    if ceiling is not None and key in measured.params:
+        rounds = ", ".join(f"{each:.2f}" for each in measured.params[f"{key}s"])
+        return f"{share:.2f} ({rounds})"
     return "—" if math.isnan(share) else f"{share:.2f}"
 
 
@@ -307,16 +317,16 @@ _PARTY_HEADERS = {
 }
 
 
-def _cpu_rows(label: str, measurements: list[Measurement]) -> list[list[str]]:
-    """Per cell: ms of each party's CPU per accepted command, and for the HTTP figures the
-    rate the machine would allow were the servers' CPU free (``_free_server_bound``)."""
+def _cpu_rows(label: str, measurements: list[Measurement], *, servers: bool) -> list[list[str]]:
+    """Per cell: ms of each party's CPU per accepted command, and for figures ``servers``
+    answered, the rate the machine would allow were their CPU free (``_free_server_bound``)."""
     rows = []
     for m in measurements:
         used = m.params.get("cpu_s") or {}
         if not used or not m.operations:
             continue
         per_command = {party: used.get(party, 0.0) * 1000 / m.operations for party in PARTIES}
-        bound = _free_server_bound(used, m) if label.startswith("HTTP") else math.nan
+        bound = _free_server_bound(used, m) if servers else math.nan
         size = m.params.get("batch_size")
         rows.append(
             [
@@ -343,9 +353,9 @@ def _free_server_bound(used: dict[str, float], m: Measurement) -> float:
 
 def _cpu_section(results: Results) -> list[str]:
     rows = [
-        *_cpu_rows("HTTP (pool)", results.http),
-        *_cpu_rows("in-process", results.inprocess),
-        *_cpu_rows("HTTP batch", results.batch),
+        *_cpu_rows("HTTP (pool)", results.http, servers=True),
+        *_cpu_rows("in-process", results.inprocess, servers=False),
+        *_cpu_rows("HTTP batch", results.batch, servers=True),
     ]
     if not rows:
         return []
@@ -407,13 +417,6 @@ _MUST_HOLDS = (
 )
 
 
-def _ratio_value(m: Measurement, ceiling: Measurement | None) -> float:
-    """The ratio ``_ratio`` prints: over rounds the median of the paired ratios."""
-    if "ratio" in m.params:
-        return float(m.params["ratio"])
-    return ratio(m.rate, ceiling.rate) if ceiling is not None else math.nan
-
-
 def _must_hold_row(results: Results, hold: _MustHold) -> list[str]:
     m = find(getattr(results, hold.figure), **hold.cell)
     if hold.most is not None:
@@ -422,10 +425,10 @@ def _must_hold_row(results: Results, hold: _MustHold) -> list[str]:
         holds = value <= hold.most
     else:
         asked = f"≥ {hold.least:.2f}×"
-        ceilings = results.executemany if hold.figure == "batch" else results.pgbench
+        ceilings = getattr(results, CEILING_OF[hold.figure])
         value = _ratio_value(m, find(ceilings, **hold.cell)) if m else math.nan
         holds = value >= (hold.least or 0.0)
-    floor = find(results.floor, **hold.cell) if hold.least and hold.figure != "batch" else None
+    floor = find(results.floor, **hold.cell) if hold.least and hold.figure in OVER_FLOOR else None
     floor_text = f"{_ratio_value(floor, find(results.pgbench, **hold.cell)):.2f}×" if floor else "—"
     if math.isnan(value):
         missing = "not measured" if m is None else "no ceiling measured"

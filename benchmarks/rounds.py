@@ -30,6 +30,8 @@ PAIRS = (
     ("batch", "executemany", BATCH),
 )
 CEILINGS = (("pgbench", CELL), ("executemany", BATCH))
+#: each figure's ceiling, by name
+CEILING_OF = {figure: ceiling for figure, ceiling, _cell in PAIRS}
 #: figures also divided by the floor (PostgreSQL running the write path's own SQL), kept in
 #: their params as ``floor_ratios`` and ``floor_ratio``
 OVER_FLOOR = ("http", "http_no_pool", "inprocess")

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -66,12 +67,7 @@ def test_a_burst_of_hints_arrives_in_order_and_ends_at_the_highest_head(pubsub_l
     """Coalescing may skip intermediate heads, never reorder them or lose the last one."""
     group = f"g-{uuid.uuid4().hex[:8]}"
 
-    def send() -> int:
-        for head in range(1, 301):
-            announce_head(group, head)
-        return 300
-
-    heads = _listen_for(pubsub_layer, group, send)
+    heads = _listen_for(pubsub_layer, group, _announces(group, *range(1, 301)))
 
     assert heads == sorted(set(heads))
     assert heads[-1] == 300
@@ -121,6 +117,17 @@ def _listen_for(layer, group: str, send) -> list[int]:
     return asyncio.run(listen())
 
 
+def _announces(group: str, *heads: int) -> Callable[[], int]:
+    """A sender for ``_listen_for``: announces ``heads`` in order, returns the last."""
+
+    def send() -> int:
+        for head in heads:
+            announce_head(group, head)
+        return heads[-1]
+
+    return send
+
+
 def _hint_connections(layer) -> list[dict]:
     """The hint connection of ``layer``'s publisher as Redis lists it (``CLIENT LIST``)."""
     name = broadcast._publisher(layer).client_name
@@ -134,12 +141,7 @@ def test_hints_go_over_one_named_connection_that_asks_for_no_answers(pubsub_laye
     hints arrive, and Redis has nothing to send back on it (its output buffer stays empty)."""
     group = f"g-{uuid.uuid4().hex[:8]}"
 
-    def send() -> int:
-        for head in range(1, 51):
-            announce_head(group, head)
-        return 50
-
-    heads = _listen_for(pubsub_layer, group, send)
+    heads = _listen_for(pubsub_layer, group, _announces(group, *range(1, 51)))
 
     assert heads[-1] == 50
     (connection,) = _hint_connections(pubsub_layer)
@@ -154,12 +156,12 @@ def test_a_hint_connection_closed_by_redis_is_opened_again_for_the_next_hint(
     """A restart or Redis's idle ``timeout`` closes the sender's connection: the next hint
     finds it closed and goes over a new one, not lost."""
     group = f"g-{uuid.uuid4().hex[:8]}"
-    assert _listen_for(pubsub_layer, group, lambda: announce_head(group, 1) or 1) == [1]
+    assert _listen_for(pubsub_layer, group, _announces(group, 1)) == [1]
     (before,) = _hint_connections(pubsub_layer)
     with redis.Redis.from_url(os.environ["REDIS_URL"]) as admin:
         admin.client_kill_filter(_id=before["id"])
 
-    heads = _listen_for(pubsub_layer, group, lambda: announce_head(group, 2) or 2)
+    heads = _listen_for(pubsub_layer, group, _announces(group, 2))
 
     assert heads == [2]
     (after,) = _hint_connections(pubsub_layer)
@@ -171,13 +173,13 @@ def test_a_server_that_answers_anyway_turns_the_sender_to_round_trips(pubsub_lay
     up on the connection: the first one seen turns the publisher to round trips, which read
     every answer, and no hint is lost on the way."""
     group = f"g-{uuid.uuid4().hex[:8]}"
-    assert _listen_for(pubsub_layer, group, lambda: announce_head(group, 1) or 1) == [1]
+    assert _listen_for(pubsub_layer, group, _announces(group, 1)) == [1]
     publisher = broadcast._publisher(pubsub_layer)
     assert publisher.drain(timeout=5)
     publisher._quiet.send_command("CLIENT", "REPLY", "ON")  # Redis answers it: +OK
 
-    heads = _listen_for(pubsub_layer, group, lambda: announce_head(group, 2) or 2)
-    more = _listen_for(pubsub_layer, group, lambda: announce_head(group, 3) or 3)
+    heads = _listen_for(pubsub_layer, group, _announces(group, 2))
+    more = _listen_for(pubsub_layer, group, _announces(group, 3))
 
     assert (heads, more) == ([2], [3])
     assert publisher._answers_anyway is True

@@ -32,7 +32,8 @@ _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 class KeepAlive:
-    """One keep-alive HTTP/1.1 connection posting JSON with the agent's bearer token.
+    """One keep-alive HTTP/1.1 connection sending requests with the agent's bearer token
+    (JSON bodies when posting).
 
     Like ``httpx``'s pool, a connection the server closed while idle (uvicorn's keep-alive
     timeout, between the warm-up and the timed window) is opened again and the request sent
@@ -41,7 +42,8 @@ class KeepAlive:
     def __init__(self, base_url: str, token: str) -> None:
         parts = urlsplit(base_url)
         self._address = (parts.hostname or "127.0.0.1", parts.port or 80)
-        self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._json_headers = {**self._headers, "Content-Type": "application/json"}
         self._connection = self._connect()
 
     def _connect(self) -> http.client.HTTPConnection:
@@ -50,15 +52,23 @@ class KeepAlive:
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         """POST ``body`` to ``path``: the status and the response's body."""
+        return self._send("POST", path, body)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        """GET ``path`` (its query string included): the status and the response's body."""
+        return self._send("GET", path, None)
+
+    def _send(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
         try:
-            return self._post(path, body)
+            return self._once(method, path, body)
         except _STALE:
             self._connection.close()
             self._connection = self._connect()
-            return self._post(path, body)
+            return self._once(method, path, body)
 
-    def _post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        self._connection.request("POST", path, body=body, headers=self._headers)
+    def _once(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+        headers = self._headers if body is None else self._json_headers
+        self._connection.request(method, path, body=body, headers=headers)
         response = self._connection.getresponse()
         return response.status, response.read()
 

@@ -58,6 +58,13 @@ class _ClosesAfterEachAnswer(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
         self.seen.append(self.rfile.read(length).decode())
+        self._answer()
+
+    def do_GET(self) -> None:
+        self.seen.append(f"{self.path} {self.headers['Content-Type']}")
+        self._answer()
+
+    def _answer(self) -> None:
         self.send_response(201)
         self.send_header("Content-Length", "2")
         self.end_headers()
@@ -90,3 +97,20 @@ def test_a_connection_closed_while_idle_is_opened_again_for_the_next_request(clo
 
     assert answers == [(201, b"{}")] * 3
     assert _ClosesAfterEachAnswer.seen == ['{"n": 0}', '{"n": 1}', '{"n": 2}']  # each once
+
+
+def test_a_get_is_sent_once_with_its_query_and_no_json_content_type(closing_server):
+    """The replay's REST reader (``benchmarks/replay.py``) pages with ``get``: the same
+    reopening, each request reaching the server once."""
+    _ClosesAfterEachAnswer.seen.clear()
+    connection = KeepAlive(closing_server, "token")
+    try:
+        answers = [connection.get(f"/events?after={n}&limit=2") for n in range(2)]
+    finally:
+        connection.close()
+
+    assert answers == [(201, b"{}")] * 2
+    assert _ClosesAfterEachAnswer.seen == [
+        "/events?after=0&limit=2 None",
+        "/events?after=1&limit=2 None",
+    ]

@@ -347,7 +347,7 @@ def _free_server_bound(used: dict[str, float], m: Measurement) -> float:
     which no server code can pass on this machine with this client."""
     window_s = m.elapsed_s
     cores = sum(used.get(party, 0.0) for party in PARTIES) / window_s if window_s else math.nan
-    others = sum(used.get(party, 0.0) for party in ("client", "postgresql", "redis", "other"))
+    others = sum(used.get(party, 0.0) for party in PARTIES if party not in ("servers", "idle"))
     return cores * m.operations / others if others else math.nan
 
 

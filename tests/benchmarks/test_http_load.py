@@ -13,6 +13,7 @@ import pytest
 
 from apps.ledger.models import Event
 from benchmarks.config import load_config
+from benchmarks.cpu_share import PARTIES
 from benchmarks.envelopes import EnvelopePool
 from benchmarks.http_load import HttpBatchClient, HttpCommandClient, KeepAlive, measure_http
 from benchmarks.world import build_world
@@ -39,6 +40,10 @@ def test_commands_and_batches_reach_a_real_server_and_are_accepted(live_asgi_ser
 
 @pytest.mark.django_db(transaction=True)
 def test_a_measured_cell_counts_the_commands_and_whose_cpu_they_used(live_asgi_server):
+    """Every party of the window is counted, and the server this process started is found
+    as its descendant. The client's own share is only asserted not negative: ``/proc``
+    counts in clock ticks (10 ms), and a 0.3 s window of ``http.client`` requests at
+    ~0.25 ms each can fall under one tick on a busy machine (CI failed on that, 0.0)."""
     world = build_world(groups=2, agents=2, prefix="http-cell")
     config = dataclasses.replace(load_config(quick=True), seconds=0.3, warmup_seconds=0.1)
 
@@ -46,7 +51,10 @@ def test_a_measured_cell_counts_the_commands_and_whose_cpu_they_used(live_asgi_s
 
     assert measurement.errors == 0, measurement.notes
     assert measurement.operations > 0
-    assert measurement.params["cpu_s"]["client"] > 0
+    cpu = measurement.params["cpu_s"]
+    assert set(cpu) == set(PARTIES)
+    assert cpu["servers"] > 0, cpu
+    assert all(seconds >= 0 for seconds in cpu.values()), cpu
 
 
 class _ClosesAfterEachAnswer(BaseHTTPRequestHandler):

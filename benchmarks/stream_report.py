@@ -95,7 +95,8 @@ def stream_section(result: StreamResult, command: str) -> list[str]:
         f"its own session token on its socket (`Authorization: Bearer`), built through the "
         f"services in {result.world_s:.0f} s",
         "",
-        "One writer posts signed `mission.create` commands to `POST /api/v1/groups/{g}/commands`; "
+        "One writer posts signed `mission.create` commands on a keep-alive `http.client` "
+        "connection to `POST /api/v1/groups/{g}/commands`; "
         "N asyncio `websockets` clients (at most 500 per spawned process) have sent "
         '`{"op":"SUBSCRIBE","group":g,"afterSequence":head}`, sockets spread round-robin over '
         "the servers. **Acceptance** is the moment the writer has received the `201` (the "

@@ -52,7 +52,7 @@ from .config import BenchConfig
 from .envelopes import mission_create
 from .facts import _git_revision, load_average
 from .http_load import KeepAlive
-from .servers import running_servers
+from .servers import describe_server, running_servers
 from .stats import percentile
 from .stream_clients import SubscriberSpec, run_worker
 from .world import BenchAgent, build_world
@@ -120,6 +120,7 @@ class StreamLevel:
 class StreamResult:
     levels: list[StreamLevel] = field(default_factory=list)
     servers: int = 0
+    server: str = ""  # which server and version (servers.describe_server); "" in older runs
     poll_s: float = 0.0  # MWP_STREAM_POLL_S of the servers
     channel_layer: str = ""
     gap_s: float = 0.0
@@ -345,6 +346,7 @@ def measure_stream(
     """Build the world, start the servers, measure every level of ``plan``."""
     result = StreamResult(
         servers=config.servers,
+        server=describe_server(config.server, processes=config.servers),
         poll_s=float(settings.MWP_STREAM_POLL_S),
         channel_layer=settings.CHANNEL_LAYERS["default"]["BACKEND"],
         gap_s=plan.gap_s,

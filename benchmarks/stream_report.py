@@ -87,8 +87,8 @@ def stream_section(result: StreamResult, command: str) -> list[str]:
         f"- **Measured:** {result.started_at}, revision `{result.git_revision}` (plus "
         f"uncommitted changes, if any), load average {result.load_before} before and "
         f"{result.load_after} after (1/5/15 min)",
-        f"- **Servers:** {result.servers} process(es) of the server *Settings* names, "
-        "`missionweave.settings` with "
+        f"- **Servers:** {result.server or f'{result.servers} process(es)'}, "
+        "running `missionweave.settings` with "
         f"`REDIS_URL` set: channel layer `{result.channel_layer}`, head poll every "
         f"{result.poll_s:g} s per group and process (`MWP_STREAM_POLL_S`)",
         f"- **World:** one group; a writer and one agent per subscriber, each a member with "

@@ -353,14 +353,22 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=json.dumps(frame))
 
     async def _poll(self) -> None:
-        """Wake every subscribed group each ``MWP_STREAM_POLL_S``. The tails poll the log;
-        this re-runs the pumps, which read nothing when they are at the tail's head, so that
-        a pump whose replay read failed is retried even when no new event wakes it."""
+        """Each ``MWP_STREAM_POLL_S``, wake every subscribed group this socket is behind in,
+        so that a pump whose replay read failed is retried even when no new event wakes it.
+        The tails poll the log; a socket already at its tail's head has nothing to send and
+        is not woken, so 1,000 idle sockets cost the process no pump runs between events."""
         interval = settings.MWP_STREAM_POLL_S
         while True:
             await asyncio.sleep(interval)
             for group_id in list(self.cursors):
-                self._wake(group_id)
+                if self._behind(group_id):
+                    self._wake(group_id)
+
+    def _behind(self, group_id: str) -> bool:
+        """Whether the pump of ``group_id`` may have something to send or read: the cursor is
+        below the tail's head, or the tail does not yet cover it (a replay from the log)."""
+        tail, cursor = self.tails[group_id], self.cursors[group_id]
+        return cursor < tail.head or not tail.covers(cursor, self.member_at[group_id])
 
     async def _error(self, code: str, message: str, group: str | None) -> None:
         frame: dict[str, Any] = {"op": "ERROR", "code": code, "message": message}

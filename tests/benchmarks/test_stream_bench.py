@@ -40,6 +40,7 @@ from benchmarks.stream_report import (
     replay_section,
     splice_replay,
     splice_stream,
+    stream_section,
 )
 from benchmarks.world import build_world
 from missionweave.protocol.events import chains
@@ -172,6 +173,17 @@ def test_the_replays_are_reported_as_shares_of_the_faster_raw_keyset_read():
     assert "not measured (this run has no raw keyset read)" in section
 
 
+def test_the_stream_section_names_the_server_it_measured():
+    """``--only stream`` may run on another server than the full run's Settings line names,
+    so section 7 names its own; a result saved before it knew says how many processes."""
+    named = StreamResult(servers=2, server="uvicorn 9.9 (uvloop 1.0), 2 process(es), one port")
+    assert "- **Servers:** uvicorn 9.9 (uvloop 1.0), 2 process(es), one port, running" in (
+        "\n".join(stream_section(named, "cmd"))
+    )
+    older = StreamResult.from_dict({"servers": 2, "poll_s": 0.5})
+    assert "- **Servers:** 2 process(es), running" in "\n".join(stream_section(older, "cmd"))
+
+
 def test_each_stream_section_replaces_only_itself_and_a_full_run_keeps_both():
     """``--only stream`` / ``--only replay`` swap their own section and keep every other
     figure; a full run's report (which measures neither) gets both back from the old one."""
@@ -192,8 +204,8 @@ def test_each_stream_section_replaces_only_itself_and_a_full_run_keeps_both():
 
     again = splice_stream(first, dataclasses.replace(stream, servers=3), "three")
     assert again.count(STREAM_BEGIN) == again.count(REPLAY_BEGIN) == 1
-    assert "3 process(es) of the server" in again
-    assert "2 process(es) of the server" not in again
+    assert "**Servers:** 3 process(es)," in again
+    assert "**Servers:** 2 process(es)," not in again
     assert again.replace("`three`", "`one`").replace("3 process(es)", "2 process(es)") == first
 
     kept = carry_over(first, legacy)

@@ -1,8 +1,9 @@
 """``/ws/v1/stream``: SUBSCRIBE replays the log after a sequence, then follows it live.
 
 Events are always read from the log by sequence, never taken from the channel layer, which
-only carries hints that a head moved (it delivers at most once). Live events are read once
-per process and group by a shared :class:`~apps.stream.tails.GroupTail`, which also polls the
+only carries hints that a head moved (it delivers at most once), and only to the tails. Live
+events are read once per process and group by a shared :class:`~apps.stream.tails.GroupTail`,
+which receives the group's hints for every socket of the process and also polls the
 head, so a lost hint — or a writer in another process with the in-memory layer — delays an
 event by at most one poll interval, and a revoked membership ends the subscription within one
 second. A socket replaying from an older position reads the log itself until it reaches the
@@ -26,7 +27,6 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from apps.ledger import metrics, selectors
-from apps.ledger.broadcast import group_channel
 from apps.ledger.selectors import spliced
 from apps.ledger.write_path import Caller
 from apps.stream import cursors as ack_cursors
@@ -96,16 +96,17 @@ class StreamConsumer(AsyncWebsocketConsumer):
     gone = False
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Hand ``message`` (a frame from the client, a hint from the channel layer) to its
-        handler, without the thread hop Channels' own ``dispatch`` takes first.
+        """Hand ``message`` (the socket's connect, frames and disconnect) to its handler,
+        without the thread hop Channels' own ``dispatch`` takes first.
 
         ``AsyncConsumer.dispatch`` runs ``close_old_connections`` through ``sync_to_async``
         before every message, on the one thread that also runs this process's database
-        reads. A hint reaches every subscribed socket, so at 1,000 sockets one event queued
-        1,000 such hops in front of the tail's read of it: 21 % of the servers' samples
+        reads. When each socket still received the hints, 1,000 sockets queued 1,000 such
+        hops per event in front of the tail's read of it: 21 % of the servers' samples
         (py-spy) and most of the delivery latency at that level (docs/benchmarks.md §7).
         This consumer touches the database only through ``database_sync_to_async``, which
-        closes old connections before and after each call, so the hop bought nothing.
+        closes old connections before and after each call, so the hop buys nothing for a
+        client's frame either.
         """
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
@@ -136,8 +137,6 @@ class StreamConsumer(AsyncWebsocketConsumer):
             task.cancel()
         for group_id in list(getattr(self, "tails", {})):
             tails.detach(group_id, id(self))
-        for group_id in list(getattr(self, "cursors", {})):
-            await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
     async def send(
         self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
@@ -181,13 +180,15 @@ class StreamConsumer(AsyncWebsocketConsumer):
         """wire§7, R16-09: replay after ``afterSequence``, then live, with no gap.
 
         The hand-over is race-free because the live feed is joined *before* the log is read
+        — ``tails.attach`` returns once the group's tail is in the group's hint channel —
         and events only ever come from the log, after the cursor:
 
-        * an event committed before ``group_add`` returned is in the log when the reads that
-          follow it run: the group's tail is woken after the join, and a socket below the
-          tail's cache reads the log itself;
-        * an event committed after it produces a hint to this channel (or, if the layer drops
-          the hint, the tail's next poll tick), hence a later read of the tail;
+        * an event committed before the tail joined is in the log when the reads that follow
+          run: the tail is woken after the check, and a socket below the tail's cache reads
+          the log itself;
+        * an event committed after it produces a hint to the tail (or, if the layer drops
+          the hint, the tail's next poll tick), hence a later read of the tail, which then
+          wakes this socket;
         * every send starts strictly after the last sequence sent and one pump per group
           sends in order, so nothing is sent twice on one socket or out of order.
         """
@@ -222,8 +223,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         else:
             self.batched.discard(group_id)
         self.member_at[group_id] = checked_at
-        await self.channel_layer.group_add(group_channel(group_id), self.channel_name)
-        self.tails[group_id].wake()  # what committed before the join: see the docstring
+        self.tails[group_id].wake()  # what committed before the tail joined: see the docstring
         self._wake(group_id)
 
     async def _ack(self, frame: dict[str, Any]) -> None:
@@ -236,14 +236,6 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self._error(error.code.value, error.message, group_id)
         if outcome.stored:
             await self.send(text_data=json.dumps({"op": "ACKED", "cursors": outcome.stored}))
-
-    async def group_head(self, message: dict[str, Any]) -> None:
-        """A hint from the write path: the group's tail reads the log (once per process and
-        head) and then wakes its consumers; the hint itself carries no event."""
-        group_id, head = message.get("group"), message.get("head")
-        tail = self.tails.get(group_id) if isinstance(group_id, str) else None
-        if tail is not None and group_id in self.cursors:
-            tail.wake(head if isinstance(head, int) and not isinstance(head, bool) else None)
 
     def _wake(self, group_id: str) -> None:
         self.dirty.add(group_id)
@@ -328,22 +320,21 @@ class StreamConsumer(AsyncWebsocketConsumer):
             )
             start = end
 
-    async def _unsubscribe(self, group_id: str) -> None:
+    def _unsubscribe(self, group_id: str) -> None:
         self.cursors.pop(group_id, None)
         self.batched.discard(group_id)
         self.dirty.discard(group_id)
         if self.tails.pop(group_id, None) is not None:
             tails.detach(group_id, id(self))
-        await self.channel_layer.group_discard(group_channel(group_id), self.channel_name)
 
     async def _end(self, group_id: str) -> None:
-        await self._unsubscribe(group_id)
+        self._unsubscribe(group_id)
         await self._error(
             ErrorCode.NOT_A_MEMBER.value, "the membership in this group was revoked", group_id
         )
 
     async def _too_old(self, group_id: str, error: ProtocolError) -> None:
-        await self._unsubscribe(group_id)
+        self._unsubscribe(group_id)
         frame = {
             "op": "ERROR",
             "code": ErrorCode.CURSOR_TOO_OLD.value,

@@ -14,6 +14,11 @@ What a tail guarantees, so that the consumers keep theirs:
 * it is the only thing that reads live events, on a hint (once per burst: hints that name a
   head it has already read are ignored) and on its own poll every ``MWP_STREAM_POLL_S``, so a
   lost hint delays events by at most one interval and idle cost is per group, not per socket;
+* it is the only thing that receives the hints: the tail, not each socket, is in the group's
+  channel-layer group, so an event's hint is one message per process, not one per socket
+  (at 1,000 sockets the per-socket copies were a fifth of the servers' event loop,
+  docs/benchmarks.md §7), and it is in that group before :func:`attach` returns, so every
+  event committed after a socket attached is hinted to the tail;
 * it notes every ``membership.revoked`` it reads, with its sequence: a consumer whose member
   was checked at head H ends its subscription when the tail has read a revocation of that
   principal after H — within one poll interval, before sending anything later (wire.md §7).
@@ -40,13 +45,16 @@ import json
 import logging
 import weakref
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from apps.ledger import head as heads
 from apps.ledger import selectors
+from apps.ledger.broadcast import group_channel
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
@@ -54,6 +62,8 @@ logger = logging.getLogger(__name__)
 PAGE = selectors.MAX_PAGE
 #: events a tail keeps for its consumers; one further behind reads the log itself
 CACHED_EVENTS = 4096
+#: how long a tail waits before trying again to join its hints' group (Redis away)
+JOIN_RETRY_S = 1.0
 
 Wake = Callable[[str], None]
 
@@ -85,6 +95,9 @@ class GroupTail:
         self._dirty = False
         self._reader: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
+        #: set once the first attempt to join the hints' group is over (see ``_listen``)
+        self.joined = asyncio.Event()
 
     # -- what consumers read -------------------------------------------------------------
 
@@ -184,6 +197,45 @@ class GroupTail:
             await asyncio.sleep(interval)
             self.wake()
 
+    # -- hints -----------------------------------------------------------------------------
+
+    def listen(self) -> None:
+        """Start receiving the group's hints (once per tail)."""
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        """Join the group's hint channel, then wake the tail on each hint, for the tail's
+        life. A join that fails (Redis away) is tried again every ``JOIN_RETRY_S``; meanwhile
+        the poll reads the log, as it does for a hint that was lost."""
+        layer = get_channel_layer()
+        try:
+            channel = None if layer is None else await self._join(layer)
+        finally:
+            self.joined.set()  # cancelled while joining, too: no attach waits for ever
+        if layer is None or channel is None:
+            return
+        try:
+            while True:
+                message = await layer.receive(channel)
+                head = message.get("head")
+                self.wake(head if isinstance(head, int) and not isinstance(head, bool) else None)
+        finally:
+            with suppress(Exception):
+                await layer.group_discard(group_channel(self.group_id), channel)
+
+    async def _join(self, layer: Any) -> str:
+        """A channel of the tail's own, in the group's hints; tried until it is."""
+        while True:
+            try:
+                channel: str = await layer.new_channel("mwp.tail.")
+                await layer.group_add(group_channel(self.group_id), channel)
+                return channel
+            except Exception:
+                logger.warning("no hints for %s yet; its poll reads the log", self.group_id)
+                self.joined.set()
+                await asyncio.sleep(JOIN_RETRY_S)
+
     # -- consumers -----------------------------------------------------------------------
 
     def add(self, key: int, wake: Wake) -> None:
@@ -196,7 +248,7 @@ class GroupTail:
         self.consumers.pop(key, None)
         if self.consumers:
             return False
-        for task in (self._poller, self._reader):
+        for task in (self._poller, self._reader, self._listener):
             if task is not None:
                 task.cancel()
         return True
@@ -209,7 +261,8 @@ _tails: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, GroupTail
 
 
 async def attach(group_id: str, key: int, wake: Wake) -> GroupTail:
-    """The group's tail in this process, created at the committed head if there is none.
+    """The group's tail in this process, created at the committed head if there is none,
+    once it receives the group's hints (or its first attempt to join them failed).
 
     Attach *before* checking the membership: the tail then reads every event after the head
     that check sees, revocations included.
@@ -220,6 +273,8 @@ async def attach(group_id: str, key: int, wake: Wake) -> GroupTail:
         head, head_hash = await _committed_position(group_id)
         tail = tails.setdefault(group_id, GroupTail(group_id, head, head_hash))
     tail.add(key, wake)
+    tail.listen()
+    await tail.joined.wait()
     return tail
 
 

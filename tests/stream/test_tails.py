@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
 
+from apps.ledger.broadcast import group_channel
 from apps.ledger.models import Event
 from apps.registry import services
 from apps.stream import consumers, tails
@@ -129,6 +131,26 @@ def _outsider(world: World) -> factories.AgentPersona:
     outsider = factories.agent(factories.unique("outsider"), world.org)
     outsider.open_session()
     return outsider
+
+
+async def test_a_process_receives_one_hint_per_event_and_group_not_one_per_socket(
+    world: World,
+) -> None:
+    """wire§7: the group's tail, not each socket, is in the group's hint channel: 20 sockets
+    of a group make one member there, and the events still reach every socket on hints
+    alone (the poll is 30 s here). When the last socket leaves, the tail leaves it too."""
+    layer = get_channel_layer()
+    hints = group_channel(world.group)
+    head = await head_of(world)
+    sockets = [await _subscribed(world.w2.token, world.group, head) for _ in range(SOCKETS)]
+    await asyncio.sleep(0.1)
+    assert len(layer.groups[hints]) == 1
+    await create_missions(world, 2)
+    for socket in sockets:
+        assert [f["event"]["sequence"] for f in await frames(socket, 2)] == [head + 1, head + 2]
+        await socket.disconnect()
+    await asyncio.sleep(0.05)
+    assert hints not in layer.groups
 
 
 async def test_the_tail_stops_when_its_last_socket_leaves(world: World) -> None:

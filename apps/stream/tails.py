@@ -18,7 +18,8 @@ What a tail guarantees, so that the consumers keep theirs:
   channel-layer group, so an event's hint is one message per process, not one per socket
   (at 1,000 sockets the per-socket copies were a fifth of the servers' event loop,
   docs/benchmarks.md §7), and it is in that group before :func:`attach` returns, so every
-  event committed after a socket attached is hinted to the tail;
+  event committed after a socket attached is hinted to the tail (a join or a receive that
+  fails is tried again on a new channel; the poll covers the gap);
 * it notes every ``membership.revoked`` it reads, with its sequence: a consumer whose member
   was checked at head H ends its subscription when the tail has read a revocation of that
   principal after H — within one poll interval, before sending anything later (wire.md §7).
@@ -206,35 +207,37 @@ class GroupTail:
 
     async def _listen(self) -> None:
         """Join the group's hint channel, then wake the tail on each hint, for the tail's
-        life. A join that fails (Redis away) is tried again every ``JOIN_RETRY_S``; meanwhile
-        the poll reads the log, as it does for a hint that was lost."""
+        life. A join that fails (Redis away), or a receive that raises, is tried again after
+        ``JOIN_RETRY_S`` on a new channel; meanwhile the poll reads the log, as it does for a
+        hint that was lost."""
         layer = get_channel_layer()
         try:
-            channel = None if layer is None else await self._join(layer)
+            while layer is not None:
+                await self._receive_hints(layer)
+                await asyncio.sleep(JOIN_RETRY_S)
         finally:
             self.joined.set()  # cancelled while joining, too: no attach waits for ever
-        if layer is None or channel is None:
-            return
+
+    async def _receive_hints(self, layer: Any) -> None:
+        """One channel's life: join, then wake on each hint until something fails."""
+        hints, channel = group_channel(self.group_id), None
         try:
+            channel = await layer.new_channel("mwp.tail.")
+            await layer.group_add(hints, channel)
+            self.joined.set()
             while True:
                 message = await layer.receive(channel)
                 head = message.get("head")
                 self.wake(head if isinstance(head, int) and not isinstance(head, bool) else None)
+        except Exception:
+            logger.warning(
+                "hints for %s interrupted; its poll reads the log", self.group_id, exc_info=True
+            )
+            self.joined.set()
         finally:
-            with suppress(Exception):
-                await layer.group_discard(group_channel(self.group_id), channel)
-
-    async def _join(self, layer: Any) -> str:
-        """A channel of the tail's own, in the group's hints; tried until it is."""
-        while True:
-            try:
-                channel: str = await layer.new_channel("mwp.tail.")
-                await layer.group_add(group_channel(self.group_id), channel)
-                return channel
-            except Exception:
-                logger.warning("no hints for %s yet; its poll reads the log", self.group_id)
-                self.joined.set()
-                await asyncio.sleep(JOIN_RETRY_S)
+            if channel is not None:
+                with suppress(Exception):
+                    await layer.group_discard(hints, channel)
 
     # -- consumers -----------------------------------------------------------------------
 

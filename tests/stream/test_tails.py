@@ -153,6 +153,42 @@ async def test_a_process_receives_one_hint_per_event_and_group_not_one_per_socke
     assert hints not in layer.groups
 
 
+class _ReceiveFailsOnce:
+    """The in-memory layer, whose first ``receive`` raises as a dropped connection would."""
+
+    def __init__(self, layer: Any) -> None:
+        self.layer = layer
+        self.failed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.layer, name)
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("the layer's connection dropped")
+        return await self.layer.receive(channel)
+
+
+async def test_a_tail_whose_hints_fail_joins_again_and_hints_still_move_events(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wire§7: a receive that raises does not leave the tail on its poll for good (30 s
+    here): it leaves the group with that channel, joins again with a new one, and the next
+    events reach the socket on hints."""
+    layer = _ReceiveFailsOnce(get_channel_layer())
+    monkeypatch.setattr(tails, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(tails, "JOIN_RETRY_S", 0.05)
+    head = await head_of(world)
+    socket = await _subscribed(world.w2.token, world.group, head)
+    await asyncio.sleep(0.3)
+    assert layer.failed
+    assert len(layer.groups[group_channel(world.group)]) == 1
+    await create_missions(world, 2)
+    assert [f["event"]["sequence"] for f in await frames(socket, 2)] == [head + 1, head + 2]
+    await socket.disconnect()
+
+
 async def test_the_tail_stops_when_its_last_socket_leaves(world: World) -> None:
     """A tail lives while a socket of its group does in this process: no poll goes on for
     nobody, and a later subscription starts a fresh one at the then head."""

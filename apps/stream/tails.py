@@ -200,11 +200,6 @@ class GroupTail:
 
     # -- hints -----------------------------------------------------------------------------
 
-    def listen(self) -> None:
-        """Start receiving the group's hints (once per tail)."""
-        if self._listener is None:
-            self._listener = asyncio.create_task(self._listen())
-
     async def _listen(self) -> None:
         """Join the group's hint channel, then wake the tail on each hint, for the tail's
         life. A join that fails (Redis away), or a receive that raises, is tried again after
@@ -213,7 +208,8 @@ class GroupTail:
         layer = get_channel_layer()
         try:
             while layer is not None:
-                await self._receive_hints(layer)
+                await self._receive_hints(layer)  # returns only when something failed
+                self.joined.set()  # a failed first join: attach goes on, the poll covers
                 await asyncio.sleep(JOIN_RETRY_S)
         finally:
             self.joined.set()  # cancelled while joining, too: no attach waits for ever
@@ -233,7 +229,6 @@ class GroupTail:
             logger.warning(
                 "hints for %s interrupted; its poll reads the log", self.group_id, exc_info=True
             )
-            self.joined.set()
         finally:
             if channel is not None:
                 with suppress(Exception):
@@ -245,6 +240,8 @@ class GroupTail:
         self.consumers[key] = wake
         if self._poller is None:
             self._poller = asyncio.create_task(self._poll())
+        if self._listener is None:
+            self._listener = asyncio.create_task(self._listen())
 
     def remove(self, key: int) -> bool:
         """Forget a consumer; whether none is left (the tail then stops)."""
@@ -276,7 +273,6 @@ async def attach(group_id: str, key: int, wake: Wake) -> GroupTail:
         head, head_hash = await _committed_position(group_id)
         tail = tails.setdefault(group_id, GroupTail(group_id, head, head_hash))
     tail.add(key, wake)
-    tail.listen()
     await tail.joined.wait()
     return tail
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.ledger.models import Event, GroupLog
+from apps.ledger.storage_check import storage_problems
 from apps.registry.models import Group, Membership
 from missionweave.protocol.canonical import ZERO_HASH
 
@@ -99,6 +100,8 @@ class TimelinePage:
     #: sequences shown are < ``before``; ``head_sequence + 1`` on the newest page
     before: int
     page_size: int
+    #: where the archive and the online log disagree (``apps.ledger.storage_check``)
+    storage_problems: tuple[str, ...] = ()
 
     @property
     def is_newest(self) -> bool:
@@ -140,7 +143,9 @@ class TimelinePage:
     @property
     def verified(self) -> bool:
         """The page chains from its anchor and, when it holds the head, ends at the head."""
-        return self.checked.verified and self.head_matches is not False
+        return (
+            self.checked.verified and self.head_matches is not False and not self.storage_problems
+        )
 
     @property
     def documents_oldest_first(self) -> list[dict[str, Any]]:
@@ -167,7 +172,8 @@ def timeline_page(group_id: str, *, before: int | None, page_size: int = PAGE_SI
         anchor_sequence=anchor_sequence,
         anchor_hash=_hash_at(group_id, anchor_sequence),
     )
-    return TimelinePage(checked, head, log.head_hash, limit, page_size)
+    problems = tuple(storage_problems(group_id, quick=True))
+    return TimelinePage(checked, head, log.head_hash, limit, page_size, problems)
 
 
 def _hash_at(group_id: str, sequence: int) -> str | None:

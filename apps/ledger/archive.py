@@ -4,12 +4,17 @@ Design, chosen for being the simplest that keeps history verifiable and exportab
 
 - ``GroupLog.archived_through`` is the group's *online floor* F: events 1..F are in
   ``ArchivedEvent``, events F+1..head in ``Event``. Every event is in exactly one of the two.
-- :func:`archive` takes the group lock, copies events F+1..S into ``ArchivedEvent`` with one
-  ``INSERT … SELECT`` (byte-identical rows), deletes them from ``Event`` and raises the floor
-  to S — one transaction, so a reader sees either all of them online or all of them archived.
-- The online log's immutability trigger (migration ``0005_archive``) lets a row be deleted
-  only when its identical copy is already archived, and the archive table refuses UPDATE and
-  DELETE outright: nothing is ever lost or rewritten, only moved.
+- :func:`archive` takes the group lock, raises the floor to S, copies events F+1..S into
+  ``ArchivedEvent`` (byte-identical rows) and deletes them from ``Event``: one transaction, so
+  a reader sees either all of them online or all of them archived.
+- The database holds the floor's rules itself (migration ``0010_archive_floor``): an online
+  event may be deleted only at or below the floor with its identical copy archived, an
+  archived row may be inserted only at or below it, and no event may be inserted at or below
+  it, so an archived sequence is never taken again. The archive refuses UPDATE and DELETE
+  outright. On PostgreSQL the move is ``ledger_archive_through``, a function owned by the
+  schema owner: the application's role has no INSERT on the archive, no DELETE on the log and
+  no UPDATE of the floor (:mod:`apps.ledger.db_roles`), so history is only ever moved, through
+  that one door, never rewritten.
 - Archiving needs a signed snapshot at some sequence ≥ S (``SNAPSHOT_REQUIRED`` otherwise),
   so a reader whose position is now archived can restore that snapshot and continue online
   (``CURSOR_TOO_OLD`` carries its reference).
@@ -62,18 +67,30 @@ def archive(group_id: str, through: int) -> int:
                 requirement="R16-10",
                 details={"group": group_id, "through": through, "snapshot": latest(group_id)},
             )
-        columns = ", ".join(_COLUMNS)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {ArchivedEvent._meta.db_table} ({columns}) "  # noqa: S608 (constant names)
-                f"SELECT {columns} FROM {Event._meta.db_table} "
-                "WHERE group_id = %s AND sequence > %s AND sequence <= %s",
-                [group_id, floor, through],
-            )
-        # The trigger lets each of these go only because its identical copy is now archived.
-        Event.objects.filter(group_id=group_id, sequence__gt=floor, sequence__lte=through).delete()
-        GroupLog.objects.filter(group_id=group_id).update(archived_through=through)
+        _move(group_id, floor, through)
         return through
+
+
+def _move(group_id: str, floor: int, through: int) -> None:
+    """Raise the floor to ``through`` and move events ``floor``+1..``through`` (the lock held).
+
+    The floor goes up first: the database lets an event be archived, and leave the log, only
+    at or below it.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT ledger_archive_through(%s, %s)", [group_id, through])
+        return
+    GroupLog.objects.filter(group_id=group_id).update(archived_through=through)
+    columns = ", ".join(_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {ArchivedEvent._meta.db_table} ({columns}) "  # noqa: S608 (constant names)
+            f"SELECT {columns} FROM {Event._meta.db_table} "
+            "WHERE group_id = %s AND sequence > %s AND sequence <= %s",
+            [group_id, floor, through],
+        )
+    Event.objects.filter(group_id=group_id, sequence__gt=floor, sequence__lte=through).delete()
 
 
 def _reference(row: tuple[int, str], group_id: str) -> dict[str, Any]:

@@ -7,11 +7,16 @@ more:
 
 - every table: ``SELECT, INSERT, UPDATE, DELETE`` (projections, sessions, Django's tables…),
   and the identity sequences their ids come from;
-- the online log ``ledger_event``: no ``UPDATE``; ``DELETE`` stays, because archiving moves
-  events (R16-08), and the log's trigger allows a delete only when the identical row is in
-  the archive already (migration ``0005_archive``);
-- the archive ``ledger_archivedevent``: no ``UPDATE``, no ``DELETE`` (its trigger refuses them
-  anyway);
+- the online log ``ledger_event``: no ``UPDATE``, no ``DELETE``; the archive
+  ``ledger_archivedevent``: no ``INSERT``, ``UPDATE`` or ``DELETE``; the head rows
+  ``ledger_grouplog``: no ``DELETE``, and ``UPDATE`` of the head columns only, never of the
+  floor ``archived_through``. Archiving moves events through ``ledger_archive_through``, a
+  function owned by the schema owner that runs with its rights (migration
+  ``0010_archive_floor``): the role may ``EXECUTE`` it, and it moves only events at or below
+  the floor it raises, so the role has no way to remove, replace or re-insert an event above
+  the floor (issue 33 §1);
+- the signed heads ``ledger_signedhead``: no ``UPDATE``, no ``DELETE`` (R16-11: a head once
+  signed stays what it was);
 - nowhere ``TRUNCATE``, ``TRIGGER`` or ``REFERENCES``; and owning nothing, the role cannot
   ``ALTER TABLE … DISABLE TRIGGER``, drop a trigger, or set ``session_replication_role``
   (a superuser's setting) to skip them.
@@ -33,9 +38,17 @@ from django.db import connections, transaction
 
 #: table → privileges the application role does not get on it (beyond TRUNCATE everywhere)
 WITHHELD: dict[str, tuple[str, ...]] = {
-    "ledger_event": ("UPDATE",),
-    "ledger_archivedevent": ("UPDATE", "DELETE"),
+    "ledger_event": ("UPDATE", "DELETE"),
+    "ledger_archivedevent": ("INSERT", "UPDATE", "DELETE"),
+    "ledger_grouplog": ("UPDATE", "DELETE"),
+    "ledger_signedhead": ("UPDATE", "DELETE"),
 }
+
+#: table → the columns the role may still ``UPDATE`` where the table's ``UPDATE`` is withheld
+UPDATABLE_COLUMNS: dict[str, tuple[str, ...]] = {"ledger_grouplog": ("head_sequence", "head_hash")}
+
+#: the functions the role may run, with the rights of their owner (``SECURITY DEFINER``)
+EXECUTABLE = ("ledger_archive_through(text, bigint)",)
 
 _ROLE = "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s"
 _OWNED = """
@@ -71,6 +84,12 @@ def grant_app_privileges(role: str, *, using: str = "default") -> None:
                 f"FROM {role_name}"
                 for table, privileges in WITHHELD.items()
             ),
+            *(
+                f"GRANT UPDATE ({', '.join(columns)}) ON {connection.ops.quote_name(table)} "
+                f"TO {role_name}"
+                for table, columns in UPDATABLE_COLUMNS.items()
+            ),
+            *(f"GRANT EXECUTE ON FUNCTION {function} TO {role_name}" for function in EXECUTABLE),
         ]
         for statement in statements:
             cursor.execute(statement)

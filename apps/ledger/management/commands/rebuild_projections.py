@@ -3,7 +3,8 @@
 Without ``--verify``: replay each group's log and replace its projection rows, holding the
 group's head lock so no command lands mid-rebuild. With ``--verify``: replay and compare
 with the live rows instead, print every difference, and exit non-zero if there is any (or
-if the hash chain does not verify).
+if the hash chain does not verify, or the archive and the online log disagree about where
+an event is kept: ``apps.ledger.storage_check``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from apps.ledger.head import lock_head
 from apps.ledger.models import GroupLog
 from apps.ledger.projections import bulk_replace, load_all
 from apps.ledger.replay import differences, replay
+from apps.ledger.storage_check import storage_problems
 
 PROGRESS_FROM = 1000  # events; shorter logs finish before a bar would be useful
 
@@ -57,6 +59,8 @@ class Command(BaseCommand):
                 through = locked.sequence if locked else None
             if through is None:
                 raise CommandError(f"no group {group_id!r}")
+            # before the replay, which a store holding the wrong rows may stop
+            problems = storage_problems(group_id) if verify else []
             with tqdm(
                 total=through,
                 desc=group_id,
@@ -66,10 +70,13 @@ class Command(BaseCommand):
             ) as bar:
                 result = replay(group_id, through=through, progress=bar.update)
             if result.chain_break is not None:
+                for problem in problems:
+                    self.stderr.write(f"{group_id}: storage: {problem}")
                 self.stderr.write(f"{group_id}: hash chain breaks at sequence {result.chain_break}")
                 return 1
             if verify:
-                found = differences(result.state, load_all(group_id))
+                found = [f"storage: {problem}" for problem in problems]
+                found += differences(result.state, load_all(group_id))
                 for line in found:
                     self.stdout.write(f"{group_id}: {line}")
                 if found:

@@ -123,10 +123,18 @@ class EventPageSerializer(serializers.Serializer):
     next_after = serializers.IntegerField()
 
 
+class HeadReferenceSerializer(serializers.Serializer):
+    """The head the authority signed before this one (issue 33 §2)."""
+
+    sequence = serializers.IntegerField()
+    digest = serializers.CharField()
+
+
 class HeadSerializer(serializers.Serializer):
     group = serializers.CharField()
     sequence = serializers.IntegerField()
     hash = serializers.CharField()
+    previous = HeadReferenceSerializer(allow_null=True)
     signed_at = serializers.CharField()
     signature = serializers.CharField()
 

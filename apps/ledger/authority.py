@@ -1,5 +1,9 @@
 """The authority's own Ed25519 key: it signs group heads and snapshots.
 
+A head is signed once per sequence and kept (``SignedHead``), each naming the head signed
+before it (:mod:`missionweave.protocol.heads`), so a later history that contradicts a head
+someone once verified can be proved to (issue 33 §2).
+
 The key comes from ``MWP_AUTHORITY_KEY`` (base64url seed), so every server of a deployment
 signs with the same key; with nothing set, a key file under ``var/`` is created once.
 """
@@ -7,13 +11,19 @@ signs with the same key; with nothing set, a key file under ``var/`` is created 
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import os
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from missionweave.protocol.canonical import canonical_bytes
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.heads import head_contradiction, head_document, reference
 from missionweave.protocol.signing import (
     b64url_decode,
     b64url_encode,
@@ -25,7 +35,12 @@ from missionweave.protocol.signing import (
 )
 from missionweave.protocol.timefmt import format_timestamp
 
-from .models import GroupLog
+from .models import GroupLog, SignedHead
+
+log = logging.getLogger(__name__)
+
+#: how often a head is signed again when another server signed one for the group meanwhile
+_SIGNING_ATTEMPTS = 5
 
 
 @functools.cache
@@ -54,13 +69,66 @@ def signed(document: dict[str, Any]) -> dict[str, Any]:
     return sign_document(signing_key(), document)
 
 
-def signed_head(log: GroupLog) -> dict[str, Any]:
-    """``GET /groups/{g}/head``: the head, signed, so a verified chain up to it is authentic."""
-    return signed(
-        {
-            "group": log.group_id,
-            "sequence": log.head_sequence,
-            "hash": log.head_hash,
-            "signed_at": format_timestamp(timezone.now()),
-        }
+def signed_head(log_row: GroupLog) -> dict[str, Any]:
+    """``GET /groups/{g}/head``: the head, signed, so a verified chain up to it is authentic.
+
+    The head already signed at this sequence, if any, else a new one naming the latest
+    signed before it. Two servers signing at once: the database keeps one head per sequence
+    and one successor per head, so the loser reads the winner's head, or signs again after it.
+    """
+    group_id, sequence, hash_ = log_row.group_id, log_row.head_sequence, log_row.head_hash
+    for _ in range(_SIGNING_ATTEMPTS):
+        latest = _latest_signed(group_id)
+        if latest is not None and latest["sequence"] >= sequence:
+            return _at_or_after_head(latest, group_id, sequence, hash_)
+        document = signed(
+            head_document(
+                group=group_id,
+                sequence=sequence,
+                hash_=hash_,
+                previous=None if latest is None else reference(latest),
+                signed_at=format_timestamp(timezone.now()),
+            )
+        )
+        try:
+            with transaction.atomic():
+                SignedHead.objects.create(
+                    group_id=group_id,
+                    sequence=sequence,
+                    hash=hash_,
+                    previous_digest="" if latest is None else document["previous"]["digest"],
+                    document=canonical_bytes(document).decode("utf-8"),
+                )
+        except IntegrityError:
+            continue  # signed by another server meanwhile: read what it signed
+        return document
+    raise ProtocolError(ErrorCode.UNAVAILABLE, f"could not sign the head of {group_id}; try again")
+
+
+def _latest_signed(group_id: str) -> dict[str, Any] | None:
+    text = (
+        SignedHead.objects.filter(group_id=group_id)
+        .order_by("-sequence")
+        .values_list("document", flat=True)
+        .first()
+    )
+    return None if text is None else json.loads(text)
+
+
+def _at_or_after_head(
+    latest: dict[str, Any], group_id: str, sequence: int, hash_: str
+) -> dict[str, Any]:
+    """The head already signed at ``sequence``; a log behind or beside what the authority
+    signed is one it must not vouch for (its history was rewritten under it)."""
+    if latest["sequence"] == sequence and latest["hash"] == hash_:
+        return latest
+    offered = {"group": group_id, "sequence": sequence, "hash": hash_, "previous": None}
+    contradiction = head_contradiction(latest, offered)
+    log.critical(
+        "group %s: the log contradicts a head the authority signed: %s", group_id, contradiction
+    )
+    raise ProtocolError(
+        ErrorCode.INTERNAL,
+        f"the log of {group_id} contradicts a head the authority signed; it signs no other",
+        details={"group": group_id, "signed_head": latest},
     )

@@ -176,3 +176,36 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id}@{self.sequence} {self.digest}"
+
+
+class SignedHead(models.Model):
+    """A head the authority signed (wire.md §4; R16-11; issue 33 §2), kept as served.
+
+    At most one per sequence of a group, and each names the one signed before it
+    (``previous_digest``, empty for the first), at most once: the authority's heads form one
+    chain, and a second head for a sequence, or a second successor of a head, can only come
+    from a history that was rewritten (:mod:`missionweave.protocol.heads`). Append-only: a
+    trigger refuses UPDATE and DELETE (migration ``0011_signed_heads``).
+    """
+
+    group = models.ForeignKey(
+        "registry.Group", on_delete=models.PROTECT, related_name="signed_heads", db_index=False
+    )
+    sequence = models.PositiveBigIntegerField()
+    hash = models.CharField(max_length=71)
+    previous_digest = models.CharField(max_length=71, blank=True, default="")
+    #: the canonical JSON exactly as signed and served
+    document = models.TextField()
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["group", "sequence"], name="one_signed_head_per_sequence"
+            ),
+            models.UniqueConstraint(
+                fields=["group", "previous_digest"], name="one_successor_per_signed_head"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id}@{self.sequence} signed"

@@ -13,6 +13,7 @@ from .errors import (
     ArtifactMismatch,
     ChainBroken,
     ClientError,
+    HistoryForked,
     SnapshotRejected,
     Unavailable,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "CommandResult",
     "CursorStore",
     "EventFeed",
+    "HistoryForked",
     "Membership",
     "Session",
     "SnapshotRejected",

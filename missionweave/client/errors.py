@@ -63,6 +63,27 @@ class ChainBroken(ClientError):
         self.reason = reason
 
 
+class HistoryForked(ChainBroken):
+    """What the authority serves contradicts a head this client verified earlier (issue 33
+    §2): a different event or head at that head's sequence, a head behind it, or a head that
+    does not follow it. Proof that the history was rewritten after this client saw it.
+    ``known`` is the signed head kept; ``offered`` the signed head or event contradicting it.
+    Nothing of the group is processed past it."""
+
+    def __init__(
+        self,
+        group: str,
+        sequence: int,
+        reason: str,
+        *,
+        known: dict[str, Any],
+        offered: dict[str, Any],
+    ) -> None:
+        super().__init__(group, sequence, reason)
+        self.known = known
+        self.offered = offered
+
+
 class SnapshotRejected(ChainBroken):
     """A snapshot offered after ``CURSOR_TOO_OLD`` that fails a check (R16-11): not canonical,
     not the authority's signature, another digest, group or sequence. ``sequence`` is the

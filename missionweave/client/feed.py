@@ -26,10 +26,17 @@ the signed snapshot the authority names — canonical bytes, its digest and the 
 signature all checked (R16-11, ``SnapshotRejected`` otherwise) — hands it to ``on_snapshot``
 and moves the cursor to its sequence and event hash, so the next event must chain onto it.
 ``verify_head`` checks the verified chain against the authority-signed head (wire.md §4).
+
+The store also keeps the highest signed head per group this client received and verified the
+signature of (``known_head``). A later head, snapshot or event that contradicts it — another
+hash at its sequence, a head behind it, a head not following it — is ``HistoryForked``,
+naming both (:mod:`missionweave.protocol.heads`; issue 33 §2): a history rewritten after this
+client saw a head cannot be served to it unseen, even across restarts.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -38,10 +45,11 @@ from typing import Any
 
 from missionweave.protocol.canonical import ZERO_HASH
 from missionweave.protocol.events import event_hash
+from missionweave.protocol.heads import Contradiction, event_contradiction, head_contradiction
 from missionweave.protocol.snapshots import SnapshotRefused, verify_snapshot
 
 from .agent import AgentClient
-from .errors import ApiError, ChainBroken, SnapshotRejected
+from .errors import ApiError, ChainBroken, HistoryForked, SnapshotRejected
 
 Handler = Callable[[dict[str, Any]], None]
 SnapshotHandler = Callable[[dict[str, Any]], None]
@@ -59,6 +67,11 @@ CREATE TABLE IF NOT EXISTS processed (
     PRIMARY KEY (group_id, event_id)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS processed_sequence ON processed (group_id, sequence);
+CREATE TABLE IF NOT EXISTS heads (
+    group_id TEXT PRIMARY KEY,
+    sequence INTEGER NOT NULL,
+    document TEXT NOT NULL
+);
 """
 
 
@@ -82,6 +95,10 @@ class CursorStore:
                 "SELECT group_id, sequence, hash FROM cursors"
             )
         }
+        self._heads: dict[str, dict[str, Any]] = {
+            group: json.loads(document)
+            for group, document in self._db.execute("SELECT group_id, document FROM heads")
+        }
 
     def close(self) -> None:
         with self._lock:
@@ -103,6 +120,27 @@ class CursorStore:
         """Every group's cursor (what an ``ACK`` frame reports, R16-07)."""
         with self._lock:
             return {group: sequence for group, (sequence, _) in self._positions.items()}
+
+    def known_head(self, group: str) -> dict[str, Any] | None:
+        """The highest signed head of ``group`` this client verified, if any."""
+        with self._lock:
+            return self._heads.get(group)
+
+    def remember_head(self, group: str, head: dict[str, Any]) -> None:
+        """Keep ``head`` (signature verified, contradicting nothing known) if it is higher
+        than the one kept."""
+        with self._lock:
+            known = self._heads.get(group)
+            if known is not None and known["sequence"] >= head["sequence"]:
+                return
+            with self._transaction():
+                self._db.execute(
+                    "INSERT INTO heads (group_id, sequence, document) VALUES (?, ?, ?) "
+                    "ON CONFLICT (group_id) DO UPDATE SET sequence = excluded.sequence, "
+                    "document = excluded.document",
+                    (group, head["sequence"], json.dumps(head)),
+                )
+            self._heads[group] = head
 
     def processed_id_at(self, group: str, sequence: int) -> str | None:
         row = self._one(
@@ -263,6 +301,8 @@ class EventFeed:
             )
         except SnapshotRefused as refused:
             raise SnapshotRejected(self.group, sequence, refused.what, str(refused)) from None
+        at_snapshot = {"sequence": sequence, "hash": document["event_hash"]}
+        self._refuse_contradiction(event_contradiction, at_snapshot, sequence)
         if self.on_snapshot is not None:
             self.on_snapshot(document)
         self.store.restore(self.group, sequence, document["event_hash"])
@@ -272,12 +312,11 @@ class EventFeed:
 
     def verify_head(self) -> dict[str, Any]:
         """Check what this feed verified against the authority-signed head (wire.md §4):
-        catch up to the head's sequence, then the cursor's hash must be the head's hash.
-        Return the head; ``ChainBroken`` at the head's sequence otherwise."""
-        head = self.client.signed_head(self.group)
-        sequence, expected = head.get("sequence"), head.get("hash")
-        if not isinstance(sequence, int) or isinstance(sequence, bool):
-            raise ChainBroken(self.group, self.cursor + 1, "a signed head without a sequence")
+        the head must not contradict the one kept (``HistoryForked``); then catch up to its
+        sequence, where the cursor's hash must be the head's hash. Keep and return the head;
+        ``ChainBroken`` at the head's sequence otherwise."""
+        head = self.check_head()
+        sequence, expected = head["sequence"], head.get("hash")
         if self.cursor < sequence:
             self.catch_up(through=sequence)
         cursor, verified_hash = self.store.position(self.group)
@@ -286,6 +325,56 @@ class EventFeed:
         if cursor < sequence:
             raise ChainBroken(self.group, cursor + 1, "could not reach the signed head")
         return head
+
+    def check_head(self) -> dict[str, Any]:
+        """Read the signed head and hold it against what this client verified, without
+        reading events (safe beside a stream thread that delivers them): it must follow the
+        head kept (``HistoryForked``) and not be behind the events already processed. Then it
+        is kept, and the feed checks the event at its sequence when it gets there."""
+        # the position first: every event processed before the head is read is at or below it,
+        # whatever a stream thread processes meanwhile
+        cursor, verified_hash = self.store.position(self.group)
+        head = self.client.signed_head(self.group)
+        sequence = head.get("sequence")
+        if not isinstance(sequence, int) or isinstance(sequence, bool):
+            raise ChainBroken(self.group, self.cursor + 1, "a signed head without a sequence")
+        if head.get("group") != self.group:
+            raise ChainBroken(self.group, self.cursor + 1, f"a head of {head.get('group')!r}")
+        self._refuse_contradiction(head_contradiction, head, sequence)
+        if sequence < cursor:
+            raise HistoryForked(
+                self.group,
+                sequence,
+                f"history was cut: the signed head {sequence} is behind event {cursor}, "
+                "already verified",
+                known={"group": self.group, "sequence": cursor, "hash": verified_hash},
+                offered=head,
+            )
+        if sequence == cursor and head.get("hash") != verified_hash:
+            raise HistoryForked(
+                self.group,
+                sequence,
+                f"fork: the signed head {sequence} is not the event verified there",
+                known={"group": self.group, "sequence": cursor, "hash": verified_hash},
+                offered=head,
+            )
+        self.store.remember_head(self.group, head)
+        return head
+
+    def _refuse_contradiction(
+        self,
+        check: Callable[[dict[str, Any], dict[str, Any]], Contradiction | None],
+        offered: dict[str, Any],
+        sequence: int,
+    ) -> None:
+        """``HistoryForked`` when ``offered`` contradicts the head kept for this group."""
+        known = self.store.known_head(self.group)
+        contradiction = None if known is None else check(known, offered)
+        if contradiction is not None:
+            self._buffer.clear()
+            raise HistoryForked(
+                self.group, sequence, str(contradiction), known=contradiction.known, offered=offered
+            )
 
     def deliver(self, event: dict[str, Any]) -> int:
         """Take one event from any transport; return how many events were processed (the
@@ -341,5 +430,6 @@ class EventFeed:
             self._buffer.clear()
             raise ChainBroken(self.group, sequence, "prev_hash is not the previous event's hash")
         assert sequence == cursor + 1
+        self._refuse_contradiction(event_contradiction, event, sequence)
         self.handler(event)  # may raise: then the cursor stays where it was
         self.store.advance(self.group, event)  # durable only after the handler (R16-03)

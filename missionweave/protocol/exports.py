@@ -16,6 +16,9 @@ line ending in ``\\n``:
    position is authentic).
 
 :func:`verify_export` reads lines one by one (constant memory) and names the first bad line.
+Given heads the caller verified earlier (``known_heads``), it also fails on any history that
+contradicts one of them: a different event at a known head's sequence, an export that ends
+before a known head, or a trailer head that cannot follow it (:mod:`.heads`; issue 33 §2).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 from .canonical import ZERO_HASH, canonical_bytes
 from .errors import ProtocolError
 from .events import EVENT_FIELDS, chains, event_hash
+from .heads import event_contradiction, head_contradiction
 from .signing import document_signature_holds, parse_public_key
 from .strictjson import parse
 
@@ -71,7 +75,7 @@ class ExportProblem:
     sequence: int | None = None
 
     def __str__(self) -> str:
-        where = f"line {self.line}"
+        where = f"line {self.line}" if self.line else "the known heads"
         if self.sequence is not None:
             where += f", sequence {self.sequence}"
         return f"{where}: {self.reason}"
@@ -123,20 +127,49 @@ def _document(raw: bytes, line: int, sequence: int | None = None) -> dict[str, A
     return value
 
 
-def verify_export(lines: Iterable[bytes], *, public_key: str | None = None) -> ExportCheck:
+def verify_export(
+    lines: Iterable[bytes],
+    *,
+    public_key: str | None = None,
+    known_heads: Iterable[dict[str, Any]] = (),
+) -> ExportCheck:
     """Check an export line by line; the result names the first bad line (R16-10/R16-11).
 
     ``public_key``, when given, is the authority key the caller trusts: an export whose
     header names another key is refused before anything else. Without it, the header's key
-    is used (which proves integrity, not who signed).
+    is used (which proves integrity, not who signed). ``known_heads`` are signed heads seen
+    earlier: each must be signed by that key, be of the export's group, and agree with the
+    history the export holds (issue 33 §2).
     """
     try:
-        return _verify(iter(lines), public_key)
+        return _verify(iter(lines), public_key, list(known_heads))
     except _Refused as refused:
         return ExportCheck(refused.problem)
 
 
-def _verify(lines: Iterator[bytes], trusted_key: str | None) -> ExportCheck:
+def _known_by_sequence(
+    known_heads: list[dict[str, Any]], *, key: Any, group: str
+) -> dict[int, dict[str, Any]]:
+    """The known heads by sequence, each checked to be the authority's and of ``group``."""
+    by_sequence: dict[int, dict[str, Any]] = {}
+    for number, head in enumerate(known_heads, start=1):
+        if not isinstance(head, dict) or not document_signature_holds(key, head):
+            raise _Refused(ExportProblem(0, f"known head {number}: signature does not verify"))
+        sequence = head.get("sequence")
+        if head.get("group") != group or not isinstance(sequence, int):
+            raise _Refused(ExportProblem(0, f"known head {number}: not a head of {group}"))
+        earlier = by_sequence.get(sequence)
+        if earlier is not None and earlier.get("hash") != head.get("hash"):
+            raise _Refused(
+                ExportProblem(0, f"known heads {number} and another: fork at sequence {sequence}")
+            )
+        by_sequence[sequence] = head
+    return by_sequence
+
+
+def _verify(
+    lines: Iterator[bytes], trusted_key: str | None, known_heads: list[dict[str, Any]]
+) -> ExportCheck:
     first = next(lines, None)
     if first is None:
         raise _Refused(ExportProblem(1, "empty file: no header"))
@@ -158,6 +191,7 @@ def _verify(lines: Iterator[bytes], trusted_key: str | None) -> ExportCheck:
         raise _Refused(ExportProblem(1, "authority public key is malformed")) from None
     if not document_signature_holds(key, header):
         raise _Refused(ExportProblem(1, "header signature does not verify"))
+    known = _known_by_sequence(known_heads, key=key, group=group)
 
     previous_hash, previous_sequence, line = ZERO_HASH, 0, 1
     for raw in lines:
@@ -173,8 +207,13 @@ def _verify(lines: Iterator[bytes], trusted_key: str | None) -> ExportCheck:
                 key=key,
                 last_sequence=previous_sequence,
                 last_hash=previous_hash,
+                known=known,
             )
         _check_event(document, line, group, previous_hash, previous_sequence)
+        if expected in known:
+            contradiction = event_contradiction(known[expected], document)
+            if contradiction is not None:
+                raise _Refused(ExportProblem(line, str(contradiction), expected))
         previous_hash, previous_sequence = document["hash"], expected
     raise _Refused(ExportProblem(line + 1, "missing head line", previous_sequence + 1))
 
@@ -213,8 +252,10 @@ def _trailer(
     key: Any,
     last_sequence: int,
     last_hash: str,
+    known: dict[int, dict[str, Any]],
 ) -> ExportCheck:
-    """The signed head must verify and sit exactly at the last event (R16-11)."""
+    """The signed head must verify, sit exactly at the last event (R16-11) and follow every
+    known head (issue 33 §2)."""
     head = trailer.get("head")
     if trailer.get("kind") != HEAD_KIND or set(trailer) != {"kind", "head"}:
         raise _Refused(ExportProblem(line, "expected an event or the head line"))
@@ -229,6 +270,10 @@ def _trailer(
                 f"signed head {head.get('sequence')} does not match the last event {last_sequence}",
             )
         )
+    for sequence in sorted(known):
+        contradiction = head_contradiction(known[sequence], head)
+        if contradiction is not None:
+            raise _Refused(ExportProblem(line, str(contradiction)))
     if next(rest, None) is not None:
         raise _Refused(ExportProblem(line + 1, "content after the head line"))
     return ExportCheck(None, group, last_sequence, last_sequence, last_hash)

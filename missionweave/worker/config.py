@@ -142,6 +142,8 @@ class WorkerConfig:
     tick_s: float = 0.2
     #: how long a shutdown waits for active handlers to reach a checkpoint
     shutdown_timeout_s: float = 30.0
+    #: how often each group's signed head is read and held to the one kept (issue 33 §2)
+    head_check_s: float = 30.0
 
     @property
     def slots(self) -> int:
@@ -197,6 +199,7 @@ def parse_config(document: Mapping[str, Any], *, base_dir: Path) -> WorkerConfig
         admission=_admission(top),
         tick_s=top.number("tick_s", default=0.2, low=0.01, high=60.0),
         shutdown_timeout_s=top.number("shutdown_timeout_s", default=30.0, low=0.0, high=3600.0),
+        head_check_s=top.number("head_check_s", default=30.0, low=0.1, high=86400.0),
     )
     top.done()
     return config

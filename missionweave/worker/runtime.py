@@ -73,6 +73,7 @@ from .execution import (
     upload_outputs,
 )
 from .handlers import HandlerTable, TaskResult, kind_of
+from .head_watch import HeadWatch
 from .kept import Kept, ResultShelf
 from .link import Link, Offline
 from .local_store import QueueStore
@@ -163,6 +164,7 @@ class Worker:
             group: self.store.feed(authority, group)  # type: ignore[arg-type]
             for group in config.groups
         }
+        self.head_watch = HeadWatch(config.head_check_s)
         self.offers = OfferDesk(
             config=config,
             store=self.store,
@@ -276,6 +278,8 @@ class Worker:
         self._note_revocations()
         if self._follow == "poll":
             self._catch_up()
+        if self.link.online:
+            self.head_watch.check(now, self.feeds, self.link.call)
         self._collect()
         self._sync(now)
         self._settle()

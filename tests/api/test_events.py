@@ -113,7 +113,7 @@ def test_events_chain_up_to_the_signed_head(api: APIClient, world: World) -> Non
     add_missions(api, world, 3)
     authority = json_of(get(api, "/authority"), 200)
     head = json_of(get(api, f"/groups/{world.group}/head", world.w1.token), 200)
-    assert set(head) == {"group", "sequence", "hash", "signed_at", "signature"}
+    assert set(head) == {"group", "sequence", "hash", "previous", "signed_at", "signature"}
     assert head["group"] == world.group
     parse_timestamp(head["signed_at"])
     key = parse_public_key(authority["public_key"])

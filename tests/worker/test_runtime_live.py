@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from apps.registry import services
-from missionweave.client import AgentClient
+from missionweave.client import AgentClient, CursorStore
 from missionweave.protocol import states as S
 from missionweave.worker.config import load_config
 from missionweave.worker.runtime import Worker
+from tests.ledger.rewrites import rewrite_history
 from tests.live_server import LiveServer, uvicorn_server
 from tests.worker.fake_work import QUICK_STEPS, render
 from tests.worker.live_org import GROUPS, LiveOrg, build_live_org, item_of
@@ -133,3 +134,41 @@ def test_a_revoked_membership_stops_that_groups_work_only(
         worker_client.close()
     assert outcome == {"clean": True}
     assert worker.errors == []
+
+
+def test_a_worker_stops_trusting_a_group_whose_history_was_rewritten(
+    live_org: LiveOrg, tmp_path: Path
+) -> None:
+    """Issue 33 §2 (R16-10, R16-11): the Worker keeps each group's signed head; after the
+    schema owner rewrites g-alpha's history under it (and re-signs over the forgery), the next
+    head check raises ``HistoryForked`` for g-alpha, naming both heads, while g-beta's work
+    still flows. The kept head survives a restart of the Worker (its state folder)."""
+    alpha, beta = GROUPS
+    config = load_config(live_org.write_config(tmp_path, head_check_s="0.2"))
+    coordinator = live_org.coordinator_client()
+    worker_client = AgentClient(
+        live_org.server.url, live_org.worker.id, live_org.worker.key, agent_card_version="1"
+    )
+    worker = Worker(config, worker_client)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        first = live_org.offer(coordinator, alpha)
+        wait_for(lambda: item_of(coordinator, alpha, first)["state"] == S.SUBMITTED)
+        head = coordinator.signed_head(alpha)
+        wait_for(lambda: worker.store.known_head(alpha) == head)
+        rewrite_history(alpha, from_sequence=2)
+        wait_for(lambda: alpha in worker.head_watch.forked)
+        fork = worker.head_watch.forked[alpha]
+        assert fork.known == head
+        assert fork.offered["sequence"] == head["sequence"]
+        assert fork.offered["hash"] != head["hash"]
+        quick = live_org.offer(coordinator, beta)
+        wait_for(lambda: item_of(coordinator, beta, quick)["state"] == S.SUBMITTED)
+        assert beta not in worker.head_watch.forked
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+        coordinator.close()
+        worker_client.close()
+    assert CursorStore(config.state_dir / "queues.sqlite3").known_head(alpha) == head

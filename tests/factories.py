@@ -129,7 +129,8 @@ def store_bytes(principal: str, data: bytes) -> str:
 
 def store_example_inputs(principal: str) -> None:
     """The bytes the example contract's ``inputs`` name, uploaded by a coordinator: a
-    contract may name only artifacts its sender may read or a member uploaded (wire.md §9)."""
+    contract may name only artifacts this group's log cites or its sender uploaded (wire.md
+    §9)."""
     store_bytes(principal, INCIDENT_REPORTS)
 
 

@@ -1,6 +1,12 @@
 """Who may read an artifact (wire.md §4): its uploader, or an active member of a group whose
 log references it. Everyone else is told nothing: the caller answers a digest it may not
 read exactly like one never stored (404 ``NOT_FOUND``), so existence is not revealed.
+
+Sharing a group with the uploader is no access. A group's log cites a digest only through a
+command that could name it (wire.md §9: already cited there, uploaded by its sender, or
+forwarded in by ``context.forward``; ``directory.nameable``), so bytes that one group cites
+become readable in another only after a forward the source's log records (R13.3-05,
+R13.3-07) or an upload by someone who holds them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """What the write path must read about stored artifacts, which the artifact store owns.
 
-A command may name an artifact only if its sender may read it or a current member of the
-group uploaded it (wire.md §9, "A digest is not a key"); ``artifact.publish`` checks a
-manifest's ``size`` against the stored object (R13.1-03). The ledger sits below the app that
-holds the store and cannot import its models, so that app hands in this read from its
-``AppConfig.ready()``, as the registry hands in the agent directory.
+A command may name an artifact only if this group's log already cites it, its sender
+uploaded it, or it arrived here by ``context.forward`` (wire.md §9, "A digest is not a key";
+R13.3-05, R13.3-07); ``artifact.publish`` checks a manifest's ``size`` against the stored
+object (R13.1-03). The ledger sits below the app that holds the store and cannot import its
+models, so that app hands in this read from its ``AppConfig.ready()``, as the registry hands
+in the agent directory.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ MIN_COVERAGE = 0.8
 
 def source_bytes(goal: str) -> bytes:
     """The input a contract names: the coordinator uploads it before authorising the work,
-    since a contract may only name what its sender may read or a member uploaded (wire.md
+    since a contract may name only what this group's log cites or its sender uploaded (wire.md
     §9, "A digest is not a key")."""
     return f"Sources for: {goal}\n".encode()
 

@@ -1,9 +1,10 @@
 """What a result may name and who may judge it, over HTTP on the real write path (wire.md §4,
 §9; R13.1, R13.2).
 
-A digest is not a key: a command names only bytes that are stored and that its sender may
-read, or that a current member of the group uploaded (wire.md §9); anything else is the same
-404, so the answer reveals nothing about bytes elsewhere. A submission covers every declared
+A digest is not a key: a command names only stored bytes that the group's log already cites,
+that its sender uploaded, or that a forward brought into the group (wire.md §9; R13.3-05,
+R13.3-07); anything else is the same 404, so the answer reveals nothing about bytes
+elsewhere. A submission covers every declared
 output with a stored artifact (an output with an inline JSON Schema is validated before
 anything is appended) and every criterion with evidence its sender produced by that
 criterion's method; the item's owner never judges its own work. Manifests are signed — by

@@ -100,3 +100,29 @@ def test_readable_is_one_query_whoever_asks(world: World, local_storage: Storage
         with CaptureQueriesContext(connection) as queries:
             assert readable(principal, asked) is expected
         assert len(queries) == 1
+
+
+def test_a_member_reads_only_what_its_own_groups_cite_not_what_a_fellow_member_uploaded(
+    world: World, local_storage: Storage
+) -> None:
+    """wire§4, wire§9, R13.3-05: w2 uploads bytes that only g-research cites. In g-ops, where
+    w2 is a member too, otto (g-ops only) may not read them: sharing a group with the uploader
+    is no access; a citation in a group the reader belongs to is (what a forward gives
+    g-ops, R13.3-07). The uploader reads them throughout."""
+    ops = factories.group("g-ops", world.org)
+    otto = factories.agent("otto", world.org)
+    factories.grant(world.alice, ops, otto, "worker")
+    factories.grant(world.alice, ops, world.w2, "worker")
+    data = b"cited by g-research only"
+    digest = sha256_digest(data)
+    artifact_store(
+        principal=world.w2.principal, digest=digest, chunks=[data], storage=local_storage
+    )
+    reference(world.group, digest)
+
+    assert readable(world.w2.principal, digest)
+    assert readable(world.w1.principal, digest)  # a member of the citing group
+    assert not readable(otto.principal, digest)
+
+    reference(ops, digest)
+    assert readable(otto.principal, digest)

@@ -109,8 +109,8 @@ class ActiveItem:
 def start_item(coordinator: AgentClient, worker: AgentClient, group: str) -> ActiveItem:
     """The coordinator uploads the input and hands out the work; the worker starts it.
 
-    The input is uploaded first: a contract may name only a digest its sender may read or a
-    member uploaded (wire.md §9, "A digest is not a key")."""
+    The input is uploaded first: a contract may name only a digest the group's log cites or
+    its sender uploaded (wire.md §9, "A digest is not a key")."""
     input_digest = coordinator.upload(INPUT_BYTES, content_type="text/plain")
     mission = unique("m")
     work_item = unique("wi")

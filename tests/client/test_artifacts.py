@@ -473,8 +473,8 @@ def test_an_output_that_fails_its_schema_is_refused(
 def test_a_digest_nobody_in_the_group_uploaded_cannot_be_submitted(
     worker: AgentClient, live_world: World, active: ActiveItem
 ) -> None:
-    """wire.md §9, "A digest is not a key": a digest the sender may not read and no member
-    uploaded is refused like one never stored (404 NOT_FOUND with the digest)."""
+    """wire.md §9, "A digest is not a key": a digest the group's log does not cite and the
+    sender did not upload is refused like one never stored (404 NOT_FOUND with the digest)."""
     unknown = sha256_digest(unique("never-uploaded").encode())
 
     with pytest.raises(ApiError) as refused:

@@ -1,18 +1,46 @@
 """A digest is not a key (wire.md §9): the artifacts a command may name.
 
-A command may name an artifact only if its sender may read it, or a current member of the
-group uploaded it. The write path loads, for each digest a command names, what the store says
-the sender may name (``stored_artifact_key``); anything else is refused exactly like a digest
-never stored — 404 ``NOT_FOUND`` with ``details.digest`` — so the refusal reveals nothing.
+A command may name an artifact only if (a) this group's log already cites it, (b) its sender
+itself uploaded it, or (c) it arrived in this group by ``context.forward`` (R13.3-05,
+R13.3-07). So bytes cross from one group to another only by a forward, which the source
+group's log records (``context.forwarded``), or in the hands of someone who holds them and
+uploads them: knowing a digest that another group cites, or sharing a group with someone who
+uploaded it, lets nobody name it. :func:`nameable_digests` is that rule, the one place it is
+decided; the artifact store answers the three questions for the digests a command names
+(``apps.artifacts.directory.nameable``) and the write path loads the digests that pass as
+``stored_artifact_key`` views. :func:`require_nameable` refuses anything else exactly like a
+digest never stored — 404 ``NOT_FOUND`` with ``details.digest`` — so the refusal reveals
+nothing (R13.1-01).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from ..errors import ErrorCode, ProtocolError
 from ..facts import StateKey, View
 from .records import StoredArtifact, stored_artifact_key
+
+
+def nameable_digests(
+    named: Iterable[str],
+    *,
+    cited: Collection[str],
+    uploaded: Collection[str],
+    forwarded: Collection[str],
+) -> set[str]:
+    """The digests of ``named`` a command may name in a group (wire.md §9): ``cited`` by
+    that group's log, ``uploaded`` by the command's sender, or ``forwarded`` into the group
+    (``context.received``, R13.3-07).
+
+    A forwarded digest is also cited (``context.received`` is a citation), so (c) adds no
+    digest to (a); it is a route of its own because, short of their holder uploading them, it
+    is the only one by which bytes another group cites enter this one, and it leaves
+    ``context.forwarded`` in the source's log (R13.3-05: no group content enters another by
+    default). Readable elsewhere, uploaded by another member: neither is a route."""
+    return {
+        digest for digest in named if digest in cited or digest in uploaded or digest in forwarded
+    }
 
 
 def stored_keys(digests: Iterable[str]) -> set[StateKey]:

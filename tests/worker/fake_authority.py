@@ -28,12 +28,14 @@ from typing import Any
 from missionweave.client.agent import CommandResult, Membership, Session
 from missionweave.client.errors import ApiError, Unavailable
 from missionweave.protocol import decider
-from missionweave.protocol.canonical import sha256_digest
+from missionweave.protocol.canonical import ZERO_HASH, sha256_digest
 from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ProtocolError, http_status
 from missionweave.protocol.facts import Command, Decision, StateKey
+from missionweave.protocol.heads import head_document, reference
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.memberships import GRANT, REVOKE, owned_items_key
+from missionweave.protocol.signing import generate_private_key, sign_document
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.items import work_item_key
 from tests.protocol.work_scenarios import (
@@ -45,6 +47,9 @@ from tests.protocol.work_scenarios import (
     work_contract,
 )
 from tests.worker.streams import ADMIN, RecordingScenario, documents
+
+#: the fake authority's own signing key (nothing checks it: the fake is the client too)
+_HEAD_KEY = generate_private_key()
 
 ME = WORKER
 
@@ -133,6 +138,8 @@ class FakeAuthority:
         #: how many times each group's events were asked for
         self.reads: Counter[str] = Counter()
         self.sent: list[Sent] = []
+        #: the heads signed for each group, in order (``signed_head``)
+        self._heads: dict[str, list[dict[str, Any]]] = {}
         self.uploads: dict[str, bytes] = {}
         self.published: list[dict[str, Any]] = []
         self._replies: dict[str, CommandResult] = {}
@@ -297,6 +304,27 @@ class FakeAuthority:
                 raise ApiError(404, "NOT_FOUND", f"no {parts[3]}")
             return found.as_dict()
         raise AssertionError(f"the fake serves no {path}")
+
+    def signed_head(self, group: str) -> dict[str, Any]:
+        """The group's head as the real authority signs it: once per sequence, each naming
+        the one before (``missionweave.protocol.heads``); the fake's key is its own."""
+        self._reachable(group)
+        events = self.groups[group].events()
+        signed = self._heads.setdefault(group, [])
+        if signed and signed[-1]["sequence"] == len(events):
+            return signed[-1]
+        head = sign_document(
+            _HEAD_KEY,
+            head_document(
+                group=group,
+                sequence=len(events),
+                hash_=events[-1]["hash"] if events else ZERO_HASH,
+                previous=reference(signed[-1]) if signed else None,
+                signed_at=format_timestamp(self.clock()),
+            ),
+        )
+        signed.append(head)
+        return head
 
     def current_session(self) -> Session:
         return self.session

@@ -19,7 +19,7 @@ SERVER_ENV := $(LOCAL_ENV) DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL)
 # collection order: tests/conftest.py puts the long proofs first so both workers share them.
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --timeout 300
 
-.PHONY: help demo test proofs scale chaos check lint format bench docs bootstrap services chromium clean distclean
+.PHONY: help demo test proofs scale chaos check lint format bench docs nginx-check bootstrap services chromium clean distclean
 
 help:
 	@echo "make demo   seed live demo data and serve it on http://127.0.0.1:8000 (SQLite, no servers)"
@@ -33,6 +33,7 @@ help:
 	@echo "make check  makemigrations --check and the OpenAPI schema validation"
 	@echo "make docs   regenerate docs/conformance.md (R-ID → code → tests)"
 	@echo "make bench  the benchmarks (PostgreSQL + Redis); see docs/benchmarks.md"
+	@echo "make nginx-check  docs/deploy.md's nginx block in a real nginx: its limits and timeouts"
 	@echo "make clean  remove var/ (demo database, keys) and caches; distclean also .venv/"
 
 bootstrap:
@@ -57,6 +58,11 @@ lint: bootstrap
 format: bootstrap
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+# docs/deploy.md's nginx block, run by a real nginx (apt-get install -y nginx) in front of a
+# stub upstream: body limits per route and the header timeout (scripts/nginx_check.py).
+nginx-check: bootstrap
+	$(PY) scripts/nginx_check.py
 
 # Model/migration drift and the OpenAPI document; neither needs a database server.
 check: bootstrap

@@ -58,13 +58,11 @@ def _bind(port: int, workers: int) -> list[str]:
 
 def _uvicorn(port: int, workers: int) -> list[str]:
     # uvloop and httptools are the C event loop and HTTP parser (the pure-Python defaults cost
-    # CPU the GIL-bound write path needs); the protocol flags are production's
-    # (missionweave.production_server says why each).
+    # CPU the GIL-bound write path needs); the protocol flags are production's, httptools'
+    # protocol among them (missionweave.production_server says why each).
     return [
         _executable("uvicorn"),
         *_bind(port, workers),
-        "--http",
-        "httptools",
         *UVICORN_PROTOCOL_FLAGS,
         "--log-level",
         "warning",

@@ -4,10 +4,10 @@ First, a request with too many or too large headers is refused (``apps.api.heade
 ``/api/v1/artifacts/`` is answered ahead of Django by ``apps.artifacts.asgi``, which reads an
 upload's body as it arrives; the command endpoints ``POST /api/v1/groups/{group}/commands``
 and ``commands:batch`` by ``apps.api.edge``, below Django's request handling; every other
-``/api/`` request with a body is judged from its headers by ``apps.api.body_guard`` before
-Django reads it. Serve with
-uvicorn for bodies to stream (daphne, like Django's own handler, reads a whole body before the
-application runs).
+request with a body, on any path, is judged from its headers and bounded by
+``apps.api.body_guard`` before Django reads it. Serve with uvicorn, with the protocol flags of
+``missionweave.production_server``, for bodies to stream and slow requests to be cut off
+(daphne, like Django's own handler, reads a whole body before the application runs).
 """
 
 from __future__ import annotations

@@ -231,8 +231,13 @@ LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:inbox"
 LOGOUT_REDIRECT_URL = "dashboard:login"
 
-# Request bodies are read and size-checked by the API itself (wire.md §1 limits).
-DATA_UPLOAD_MAX_MEMORY_SIZE = None
+# Django's own bounds (its defaults): the most of a form body it parses in memory, and of an
+# upload it keeps in memory before spooling to disk. Every body is bounded before Django reads
+# it (apps/api/body_guard.py: MWP_MAX_FORM_BYTES outside /api/, each API view's own limit;
+# the artifact and command edges read their bodies themselves); the JSON parser reads the
+# API's bodies from the stream, which these do not bound.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.api.authentication.BearerTokenAuthentication"],
@@ -270,6 +275,9 @@ MWP_AUTHORITY_KEY_FILE = VAR_DIR / "authority.key"
 MWP_CLOCK_SKEW_S = 300
 MWP_SESSION_TTL_S = int(os.environ.get("MWP_SESSION_TTL_S", str(24 * 3600)))
 MWP_MAX_COMMAND_BYTES = 1024 * 1024
+#: issue 33: the largest body of any request outside /api/ (dashboard forms, the admin, a
+#: missing page), refused from its headers before Django reads it (apps/api/body_guard.py)
+MWP_MAX_FORM_BYTES = 1024 * 1024
 #: wire.md §1: at most this many header fields, and bytes of them, per request (issue 16 §3)
 MWP_MAX_HEADER_FIELDS = 100
 MWP_MAX_HEADER_BYTES = 32 * 1024

@@ -1,26 +1,31 @@
-"""Every other API request with a body, judged from its headers before a byte of it is read
-(issue 16 §1; wire.md §3 step 1, §1 size limits).
+"""Every request's body, judged from its headers before a byte of it is read (issue 16 §1,
+issue 33; wire.md §3 step 1, §1 size limits).
 
-The command edge (``edge.py``) judges the hot endpoints itself and the artifact edge its
-uploads. The rest of ``/api/`` — sessions, ``capabilities:check``, the admin endpoints — goes
-to Django, whose ASGI handler reads a whole body, however large, before any view runs: a
-64 MiB body without a token was read in full, then answered 401. In front of Django, this
-guard answers from the headers alone:
+Django's ASGI handler reads a whole body, however large, before any middleware or view runs:
+a 64 MiB API body without a token was read in full, then answered 401; a 256 MiB form POST to
+``/login/`` grew a worker by 513 MiB (the body, then the form parsed from it) that it never
+gave back; a 512 MiB POST to a missing page was spooled whole. The command edge (``edge.py``)
+and the artifact edge judge their own bodies; every other request, on every path and with any
+method, passes this guard on its way to Django, which answers from the headers alone:
 
-- a ``Host`` outside ``ALLOWED_HOSTS``: 400 ``MALFORMED``;
-- no ``Authorization: Bearer …``: 401 ``UNAUTHENTICATED`` — on every routed endpoint that
-  answers the method, but ``POST /sessions``, whose body is signed instead (wire.md §5), and
-  views without authentication. Whether the token is valid is still Django's to judge; only
-  its absence is known without the body. An unknown path or method stays Django's 404/405;
-- a declared ``Content-Length`` over ``MWP_MAX_COMMAND_BYTES`` (1 MiB, the largest JSON body
-  of these endpoints): 413 ``TOO_LARGE``;
+- a declared ``Content-Length`` over the path's limit: 413;
+- under ``/api/``, for a method that takes a body: a ``Host`` outside ``ALLOWED_HOSTS``, 400
+  ``MALFORMED``; no ``Authorization: Bearer …``, 401 ``UNAUTHENTICATED`` — on every routed
+  endpoint that answers the method, but ``POST /sessions``, whose body is signed instead
+  (wire.md §5), and views without authentication. Whether the token is valid is still
+  Django's to judge; only its absence is known without the body. An unknown path or method
+  stays Django's 404/405 (its body still bounded here);
 
 then reads the body, counting a chunked one as it arrives and cutting it at the same limit,
 and hands Django the one message it would have read, with the ``Content-Length`` it has (a
-chunked body has none, and Django took such a body for an empty one: ``MALFORMED``).
+chunked body has none, and Django took such a body for an empty one). The limit is the view's
+own under ``/api/`` (``body_limit_setting``, as the JSON parser reads it: 1 MiB,
+``MWP_MAX_COMMAND_BYTES``, unless the view names another) and ``MWP_MAX_FORM_BYTES`` (1 MiB)
+everywhere else: dashboard forms, the admin, missing pages. A refusal under ``/api/`` is the
+wire.md §8 document; anywhere else a short plain-text answer, since a person may read it.
 Refusals close the connection when the body was not read (``Request.must_close_unread``).
-Under daphne the whole body has arrived before any of this runs; under uvicorn (production,
-the demo) it has not.
+Under uvicorn (production, the demo) nothing of the body has arrived when this runs; daphne
+reads a whole body before the application runs, so only uvicorn keeps it out of memory.
 """
 
 from __future__ import annotations
@@ -41,10 +46,10 @@ from apps.artifacts.http import (
     body_parts,
     refuse,
 )
-from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 from .django_checks import bearer_token, check_host, is_secure, security_headers
-from .parsers import too_large
+from .parsers import body_limit, too_large
 
 API_PREFIX = "/api/"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -53,27 +58,35 @@ SIGNED_PATHS = frozenset({"/api/v1/sessions"})
 
 
 class BodyGuard:
-    """Judges ``/api/`` requests with a body from their headers; everything else passes."""
+    """Bounds every HTTP request's body from its headers; judges ``/api/`` requests that take
+    a body (host, token) before Django reads it."""
 
     def __init__(self, inner: Callable[..., Any]) -> None:
         self.inner = inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["method"] not in BODY_METHODS
-            or not scope.get("path", "").startswith(API_PREFIX)
-            # SecurityMiddleware redirects it to HTTPS, body unread: Django answers, as at the edge
-            or (settings.SECURE_SSL_REDIRECT and not is_secure(scope))
-        ):
+        if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
         request = Request(scope, "")
-        limit = settings.MWP_MAX_COMMAND_BYTES
+        path = scope.get("path", "")
+        api = path.startswith(API_PREFIX)
+        judged = (
+            api
+            and scope["method"] in BODY_METHODS
+            # SecurityMiddleware redirects it to HTTPS: Django answers, as at the edge
+            and not (settings.SECURE_SSL_REDIRECT and not is_secure(scope))
+        )
+        if not judged and not _has_body(request):
+            await self.inner(scope, receive, send)
+            return
+        view = _view_class(path) if api else None
+        limit = body_limit({"view": view}) if api else settings.MWP_MAX_FORM_BYTES
         try:
-            check_host(request)
-            if _takes_a_bearer_token(scope["path"], scope["method"]):
-                bearer_token(request.header("authorization"))
+            if judged:
+                check_host(request)
+                if _takes_a_bearer_token(view, path, scope["method"]):
+                    bearer_token(request.header("authorization"))
             declared = request.content_length()
             if declared is not None and declared > limit:
                 raise too_large(limit)
@@ -82,11 +95,81 @@ class BodyGuard:
         except ClientGone:
             return
         except ProtocolError as error:
-            responder = Responder(send, head=False)
             headers = security_headers(secure=is_secure(scope))
-            await refuse(responder, request, error, headers=headers)
+            if api:
+                await refuse(Responder(send, head=False), request, error, headers=headers)
+            else:
+                await _refuse_plainly(send, request, error, headers=headers)
             return
         await self.inner(_with_length(scope, len(body)), _replaying(body, receive), send)
+
+
+def _has_body(request: Request) -> bool:
+    """Whether the request's headers announce a body (RFC 9112 §6.3: a length, or a transfer
+    coding); without either it has none, and Django reads nothing."""
+    if request.header("transfer-encoding") is not None:
+        return True
+    length = request.header("content-length")
+    return length is not None and length.strip() != "0"
+
+
+def _view_class(path: str) -> type | None:
+    """The view class routed at ``path``, or ``None`` (no route, or a function view)."""
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return None
+    return getattr(match.func, "view_class", None)
+
+
+def _takes_a_bearer_token(view: type | None, path: str, method: str) -> bool:
+    """Whether ``method`` on ``view`` is an endpoint that needs a bearer token: a routed view
+    that answers the method, and not a signed one. An unknown path or method is left to
+    Django, which answers 404 or 405 whatever the token (its body still counted here)."""
+    if path in SIGNED_PATHS:
+        return False
+    return (
+        view is not None
+        and hasattr(view, method.lower())
+        and bool(getattr(view, "authentication_classes", True))
+    )
+
+
+async def _refuse_plainly(
+    send: Send, request: Request, error: ProtocolError, *, headers: list[tuple[str, str]]
+) -> None:
+    """A refusal outside the API, in words a person reads (no error codes); the connection
+    closes when the body was not read, as ``refuse`` does."""
+    text = _plain_words(error).encode()
+    extra = [("connection", "close")] if request.must_close_unread else []
+    responder = Responder(send, head=request.method == "HEAD")
+    await responder.start(
+        error.status,
+        [
+            ("content-type", "text/plain; charset=utf-8"),
+            ("content-length", str(len(text))),
+            ("cache-control", "no-store"),
+            *extra,
+            *headers,
+        ],
+    )
+    await responder.body(b"" if responder.head else text)
+
+
+def _plain_words(error: ProtocolError) -> str:
+    if error.code == ErrorCode.TOO_LARGE:
+        limit = error.details.get("limit", 0)
+        return f"Request too large: this server accepts at most {_size(limit)} here.\n"
+    return "Bad request: the request's length could not be read.\n"
+
+
+def _size(limit: int) -> str:
+    mib, kib = 1024 * 1024, 1024
+    if limit % mib == 0:
+        return f"{limit // mib} MiB"
+    if limit % kib == 0:
+        return f"{limit // kib} KiB"
+    return f"{limit} bytes"
 
 
 def _with_length(scope: Scope, length: int) -> Scope:
@@ -98,24 +181,6 @@ def _with_length(scope: Scope, length: int) -> Scope:
         if name.lower() not in (b"content-length", b"transfer-encoding")
     ]
     return {**scope, "headers": [*headers, (b"content-length", str(length).encode())]}
-
-
-def _takes_a_bearer_token(path: str, method: str) -> bool:
-    """Whether ``method`` on ``path`` is an endpoint that needs a bearer token: a routed view
-    that answers the method, and not a signed one. An unknown path or method is left to
-    Django, which answers 404 or 405 whatever the token (its body still counted here)."""
-    if path in SIGNED_PATHS:
-        return False
-    try:
-        match = resolve(path)
-    except Resolver404:
-        return False
-    view = getattr(match.func, "view_class", None)
-    return (
-        view is not None
-        and hasattr(view, method.lower())
-        and bool(getattr(view, "authentication_classes", True))
-    )
 
 
 def _replaying(body: bytes, receive: Receive) -> Receive:

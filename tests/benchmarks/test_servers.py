@@ -29,7 +29,7 @@ from benchmarks.world import build_world
 #: the production command line's choices (docs/deploy.md), each measured against daphne
 PRODUCTION_OPTIONS = {
     "--loop": "uvloop",
-    "--http": "httptools",
+    "--http": "missionweave.http_deadlines:DeadlineHttpToolsProtocol",
     "--ws": "websockets-sansio",
     "--ws-per-message-deflate": "false",
     "--lifespan": "off",

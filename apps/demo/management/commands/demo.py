@@ -224,16 +224,18 @@ def _server_command(port: int) -> list[str]:
         "-m",
         "uvicorn",
         APPLICATION,
-        *("--host", HOST, "--port", str(port), "--loop", "auto", "--http", "auto"),
+        *("--host", HOST, "--port", str(port), "--loop", "auto"),
         *UVICORN_PROTOCOL_FLAGS,
     ]
 
 
 def _server_env(port: int) -> dict[str, str]:
     """The environment for the server: the chosen port's origins are trusted (dashboard forms,
-    browser websockets) unless the environment already says which origins to trust."""
+    browser websockets), and its cookies are not marked Secure (it serves plain HTTP, so a
+    browser would not send them back), unless the environment already says otherwise."""
     env = dict(os.environ)
     env.setdefault("CSRF_TRUSTED_ORIGINS", f"http://{HOST}:{port},http://localhost:{port}")
+    env.setdefault("MWP_INSECURE_COOKIES", "1")
     return env
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Nothing here touches the disk: the folders below are made when the project starts
@@ -79,6 +80,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # SECURE_CSP on every response that does not set its own (the raw artifact routes do)
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Serves the dashboard's CSS and JS from every ASGI server, without a separate web server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -124,6 +127,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # {{ csp_nonce }}: the nonce SECURE_CSP allows an inline script to carry
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -441,8 +446,11 @@ CELERY_BEAT_SCHEDULE = {
 # --- end Celery --------------------------------------------------------------------------
 
 if not DEBUG:
-    SESSION_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
-    CSRF_COOKIE_SECURE = _flag("MWP_SECURE_COOKIES", False)
+    # A server without DEBUG is a deployment behind TLS unless someone says otherwise: its
+    # session and CSRF cookies never travel over plain HTTP. A plain-HTTP local run says
+    # otherwise (`manage.py demo` and the tests' servers set MWP_INSECURE_COOKIES=1).
+    SESSION_COOKIE_SECURE = not _flag("MWP_INSECURE_COOKIES", False)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_SSL_REDIRECT = _flag("MWP_SSL_REDIRECT", False)
     # probes and scrapers speak plain HTTP inside the deployment (issue 15 §7)
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
@@ -451,6 +459,23 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# The dashboard's pages load scripts, styles and images from this origin only, speak only to
+# it (fetch, and the stream's websocket: CSP3 'self' covers ws:/wss: of the same host), are
+# never framed and post forms only to it. No page has an inline script, event handler or
+# style attribute; an inline script that must exist carries {{ csp_nonce }}. A view with
+# other needs overrides this (apps.api.views.public.SchemaDocs); the raw artifact routes
+# send their own, closed one (apps.artifacts.raw_headers). docs/deploy.md, "Headers".
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
 
 LOGGING = {
     "version": 1,

@@ -179,6 +179,8 @@ def run_live_server(
         # product's 32 pooled connections per server; with two test workers, a second server
         # and Celery processes that exhausted PostgreSQL's 100. Requests past 10 wait.
         "MWP_DB_POOL_MAX": "10",
+        # served over plain HTTP: cookies marked Secure would never come back
+        "MWP_INSECURE_COOKIES": "1",
         **(extra_env or {}),
     }
     # Whatever the test process relaxed, the server keeps Django's async-safety check.

@@ -18,7 +18,7 @@ CONFIG_VARS = (
     "DEBUG",
     "SECRET_KEY",
     "ALLOWED_HOSTS",
-    "MWP_SECURE_COOKIES",
+    "MWP_INSECURE_COOKIES",
     "MWP_SSL_REDIRECT",
     "MWP_HSTS_SECONDS",
     "MWP_INSECURE_SECRET_KEY",
@@ -44,14 +44,14 @@ def production_env() -> dict[str, str]:
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(64),
         "ALLOWED_HOSTS": "mwp.example.org",
-        "MWP_SECURE_COOKIES": "1",
         "MWP_SSL_REDIRECT": "1",
         "MWP_HSTS_SECONDS": "31536000",
     }
 
 
 def test_production_settings_pass_the_deploy_check(tmp_path):
-    """Production configured from the environment passes ``check --deploy`` without a warning."""
+    """Production configured from the environment passes ``check --deploy`` without a warning
+    (its cookies are Secure without being asked: DEBUG is off)."""
     result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **production_env())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
@@ -59,15 +59,17 @@ def test_production_settings_pass_the_deploy_check(tmp_path):
 
 def test_the_embedded_default_is_flagged_by_the_deploy_check(tmp_path):
     """The check is not vacuous: the embedded default, started with the public development
-    key as `make demo` does, has its insecure key and cookies flagged."""
+    key and plain-HTTP cookies as `make demo`'s server is, has its insecure key and cookies
+    flagged."""
     result = manage(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **LOCAL_RUN)
     assert result.returncode != 0
     for warning in ("security.W009", "security.W012", "security.W016"):
         assert warning in result.stderr
 
 
-#: what `make demo` and `make test` add to a run without DEBUG or SECRET_KEY
-LOCAL_RUN = {"MWP_INSECURE_SECRET_KEY": "1"}
+#: what `make demo` and `make test` add to a run without DEBUG or SECRET_KEY, and what their
+#: plain-HTTP servers add (the demo command, tests/live_server.py)
+LOCAL_RUN = {"MWP_INSECURE_SECRET_KEY": "1", "MWP_INSECURE_COOKIES": "1"}
 
 
 @pytest.mark.parametrize(
@@ -101,3 +103,29 @@ def test_debug_or_the_explicit_override_starts_with_the_development_key(tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1].startswith("django-insecure-")
+
+
+@pytest.mark.parametrize(
+    ("env", "secure"),
+    [
+        pytest.param({"DEBUG": "0", "MWP_INSECURE_SECRET_KEY": "1"}, True, id="debug-off"),
+        pytest.param(LOCAL_RUN, False, id="plain-http-opt-out"),
+        pytest.param({"DEBUG": "1"}, False, id="debug"),
+    ],
+)
+def test_cookies_are_secure_without_debug_unless_a_plain_http_run_says_otherwise(
+    tmp_path, env, secure
+):
+    """Without DEBUG the session and CSRF cookies are marked Secure unless
+    ``MWP_INSECURE_COOKIES=1`` says the run is plain HTTP (docs/deploy.md, "Headers");
+    tests/dashboard/test_secure_cookies.py sees the flags a real server sends."""
+    result = manage(
+        tmp_path,
+        "shell",
+        "-c",
+        "from django.conf import settings; "
+        "print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)",
+        **env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == f"{secure} {secure}"

@@ -4,6 +4,9 @@
 Order: access (404 for anyone who may not read it, with the body a digest never stored gets)
 → ``If-None-Match`` (304: no bytes, so nothing to verify) → verification (409
 ``ARTIFACT_CORRUPTED``, nothing of the object sent) → ``Range`` (206 / 416) → the bytes.
+Every answer that carries them, or stands for them (200, 206, 304, ``HEAD``), has the raw
+headers of ``apps.artifacts.raw_headers``: this route runs ahead of Django's middleware, so
+nothing else would add them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from .access import readable_blob
 from .http import Exchange, Receive
 from .ranges import ByteRange, Unsatisfiable, matches_etag, parse_range
+from .raw_headers import download_name, raw_headers
 from .retrieval import Corrupted, Verified, open_verified
 from .services import corruption_record
 from .storage import StoredObject
@@ -119,9 +123,14 @@ async def get(exchange: Exchange) -> None:
     if blob is None:
         raise not_found(digest)
     etag = f'"{digest}"'
-    cache = [("etag", etag), ("cache-control", CACHE_CONTROL), ("accept-ranges", "bytes")]
+    common = [
+        ("etag", etag),
+        ("cache-control", CACHE_CONTROL),
+        ("accept-ranges", "bytes"),
+        *raw_headers(download_name(digest)),
+    ]
     if matches_etag(request.header("if-none-match"), etag):
-        await responder.start(304, cache)
+        await responder.start(304, common)
         await responder.body(b"")
         return
     try:
@@ -140,12 +149,12 @@ async def get(exchange: Exchange) -> None:
         )
         raise corrupted(digest) from None
     try:
-        await _answer(exchange, verified, cache)
+        await _answer(exchange, verified, common)
     finally:
         await asyncio.to_thread(verified.close)
 
 
-async def _answer(exchange: Exchange, verified: Verified, cache: list[tuple[str, str]]) -> None:
+async def _answer(exchange: Exchange, verified: Verified, common: list[tuple[str, str]]) -> None:
     request, responder = exchange.request, exchange.responder
     size = verified.size
     try:
@@ -166,7 +175,7 @@ async def _answer(exchange: Exchange, verified: Verified, cache: list[tuple[str,
     headers = [
         ("content-type", "application/octet-stream"),
         ("content-length", str(byte_range.length)),
-        *cache,
+        *common,
     ]
     if requested is not None:
         headers.append(("content-range", requested.content_range(size)))

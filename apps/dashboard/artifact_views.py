@@ -2,7 +2,9 @@
 
 ``groups/<g>/artifacts/<digest>/``: the verified badge, the manifest and provenance the log
 records (R13.1-03, R13.1-04), where the log cites it, and a preview (``previews``).
-``…/raw/``: the bytes, verified against the digest before the first one is sent (R13.1-05).
+``…/raw/``: the bytes, verified against the digest before the first one is sent (R13.1-05),
+always as an attachment under ``apps.artifacts.raw_headers`` (the preview's ``<img>`` still
+shows an image: those headers govern a navigation to the bytes, not an embedding).
 
 Access is the dashboard's (an active member, ``access_membership``) and wire.md §4's (the
 group's log cites the digest). Everything else — a malformed digest, one never stored, one
@@ -27,9 +29,9 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import URLPattern, path
-from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_safe
 
+from apps.artifacts.raw_headers import download_name, raw_headers
 from apps.artifacts.retrieval import Corrupted, Verified, open_verified
 from apps.artifacts.services import corruption_record
 from apps.artifacts.storage import StoredObject, configured_storage
@@ -42,8 +44,6 @@ from .preview_formats import image_type
 
 #: the one answer for a digest that is malformed, not cited here, or not stored
 NOT_FOUND = "no such artifact"
-#: the raw bytes never run as a page of ours: no script, no frames, no fetches but images
-RAW_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'"
 #: the extension a download is named with, by the type the bytes turned out to be
 _EXTENSIONS = {
     "image/jpeg": ".jpg",
@@ -80,11 +80,12 @@ def artifact_detail(request: HttpRequest, group: str, digest: str) -> HttpRespon
     )
 
 
-def _raw_headers(response: HttpResponseBase, *, inline: bool, filename: str) -> None:
-    """The bytes are someone else's content: never sniffed into a page, never a script."""
-    response["Content-Disposition"] = content_disposition_header(not inline, filename)
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = RAW_CSP
+def _raw_headers(response: HttpResponseBase, *, filename: str) -> None:
+    """The bytes are someone else's content: never sniffed into a page, never a script, never
+    shown as a page at all (their own Content-Security-Policy, which Django's CSP middleware
+    leaves in place); cached only by the browser of the member who may read them."""
+    for name, value in raw_headers(filename):
+        response[name] = value
     response["Cache-Control"] = "private"
 
 
@@ -136,8 +137,8 @@ def _corrupted(request: HttpRequest, membership_group: object, digest: str) -> H
 @login_required
 @require_safe
 def artifact_raw(request: HttpRequest, group: str, digest: str) -> HttpResponseBase:
-    """The verified bytes: PNG, JPEG, GIF and WebP inline (the preview's ``<img>``), anything
-    else as an attachment; 409 and no byte when they do not verify (R13.1-05)."""
+    """The verified bytes as an attachment, typed ``image/…`` only when they are PNG, JPEG, GIF
+    or WebP (the preview's ``<img>``); 409 and no byte when they do not verify (R13.1-05)."""
     membership = access_membership(request, group)
     principal = _principal(request)
     try:
@@ -162,8 +163,8 @@ def artifact_raw(request: HttpRequest, group: str, digest: str) -> HttpResponseB
         head = data[:16]
     else:
         head = b"".join(verified.stored.chunks(0, 16))
-    # Inline only what the bytes themselves show to be one of the four images, whatever the
-    # manifest says: the Content-Type sent is then exactly what they are.
+    # An image type only for what the bytes themselves show to be one of the four images,
+    # whatever the manifest says: the Content-Type sent is then exactly what they are.
     image = image_type(head)
     response: HttpResponseBase
     if verified.stored is None:
@@ -172,14 +173,14 @@ def artifact_raw(request: HttpRequest, group: str, digest: str) -> HttpResponseB
         body = _HeldBack(verified.stored, digest, report)
         response = StreamingHttpResponse(body, content_type=image or "application/octet-stream")
         response["Content-Length"] = str(verified.size)
-    _raw_headers(response, inline=image is not None, filename=_filename(digest, image or declared))
+    _raw_headers(response, filename=_filename(digest, image or declared))
     return response
 
 
 def _filename(digest: str, media_type: str) -> str:
     """``<first 16 hex digits>.<extension of its type>``: a name for the saved file."""
     extension = _EXTENSIONS.get(media_type) or mimetypes.guess_extension(media_type) or ".bin"
-    return digest.removeprefix(DIGEST_PREFIX)[:16] + extension
+    return download_name(digest, extension)
 
 
 urlpatterns: list[URLPattern] = [

@@ -8,6 +8,9 @@ refused handshake; at the limits, the request is served.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 import pytest
 from django.conf import settings
 from websockets.exceptions import InvalidStatus
@@ -75,6 +78,13 @@ def test_over_the_limits_in_the_dashboard_is_the_styled_page(
     assert "<style>" in page
     assert ".topbar" in page
     assert 'rel="stylesheet"' not in page
+    # the dashboard's policy, its one inline stylesheet allowed by that sheet's hash alone
+    styles = page.split("<style>", 1)[1].split("</style>", 1)[0].encode()
+    sheet_hash = base64.b64encode(hashlib.sha256(styles).digest()).decode()
+    assert headers["content-security-policy"] == (
+        f"default-src 'self'; style-src 'sha256-{sheet_hash}'; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    )
 
 
 def test_an_over_burdened_websocket_handshake_is_refused(

@@ -17,7 +17,8 @@ from django.urls import reverse
 
 from apps.artifacts.models import CorruptionReport
 from apps.artifacts.storage import configured_storage
-from apps.dashboard.artifact_views import RAW_CSP, _HeldBack
+from apps.artifacts.raw_headers import RAW_CSP
+from apps.dashboard.artifact_views import _HeldBack
 from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.examples import INCIDENT_REPORTS_DIGEST
 from tests.factories import grant, group, store_bytes
@@ -129,11 +130,12 @@ def test_a_large_text_page_says_how_much_it_shows(dash: Dashboard, shop: Worksho
     assert html.count("x" * 1024) == 512  # exactly 512 KiB of it is on the page
 
 
-def test_an_image_is_served_inline_with_nosniff_and_a_closed_csp(
+def test_raw_bytes_are_an_attachment_with_nosniff_and_a_closed_csp(
     dash: Dashboard, shop: Workshop
 ) -> None:
-    """The four image types inline (the preview's ``<img>``), anything else an attachment;
-    never sniffed, never able to run script (SVG included)."""
+    """The four image types typed as images (the preview's ``<img>`` shows them), anything
+    else as octets; always an attachment, never sniffed, never able to run script (SVG
+    included). tests/artifacts/test_raw_headers.py holds HEAD and ranges, over HTTP."""
     client = logged_in(dash.maria)
     image = shop.publish(PNG, "image/png")
     html = client.get(page_url(shop.group, image)).content.decode()
@@ -145,7 +147,9 @@ def test_an_image_is_served_inline_with_nosniff_and_a_closed_csp(
     assert response.status_code == 200
     assert response.content == PNG
     assert response["Content-Type"] == "image/png"
-    assert response["Content-Disposition"].startswith("inline")
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="{image.removeprefix("sha256:")[:16]}.png"'
+    )
     assert response["X-Content-Type-Options"] == "nosniff"
     assert response["Content-Security-Policy"] == RAW_CSP
     assert response["Cache-Control"] == "private"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.e2e.screens import SCREENSHOTS
+from tests.e2e.screens import SCREENSHOTS, csp_violations, watch_csp
 from tests.live_server import LiveServer, in_plain_thread, live_asgi_server
 
 __all__ = ["LiveServer", "browser", "in_plain_thread", "live_asgi_server", "page"]
@@ -56,15 +56,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
 
 @pytest.fixture
 def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh browser context; a failed test leaves ``var/screenshots/failed-<test>.png``."""
+    """A fresh browser context; a failed test leaves ``var/screenshots/failed-<test>.png``.
+    A test that passed fails here still if the browser refused anything under a page's
+    Content-Security-Policy at any time, also after its last checked screen."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
+    watch_csp(context)
     tab = context.new_page()
+    violations: list[str] = []
     try:
         yield tab
+        # taken before the context closes; asserted after, when the test itself passed
+        violations = list(csp_violations(tab))
     finally:
         report = getattr(request.node, "report_call", None)
         if report is not None and report.failed:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=SCREENSHOTS / f"failed-{request.node.name}.png", full_page=True)
         context.close()
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)

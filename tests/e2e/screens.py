@@ -1,20 +1,28 @@
 """What every e2e test does with a screen it visits: keep a full-page screenshot under
-``var/screenshots/`` for anyone reviewing a change to look at, check it with axe-core, and
-check it at a phone's width.
+``var/screenshots/`` for anyone reviewing a change to look at, check it with axe-core, check
+it at a phone's width, and check that the browser refused nothing under the page's
+Content-Security-Policy.
 
 Accessibility (issue 12): no axe-core violation of impact ``serious`` or ``critical`` on any
 screen; ``moderate``/``minor`` ones are reported in the failure message of a serious one but
 do not fail on their own. Narrow screens: at 390 px the body must not scroll sideways — wide
 content (tables, graphs, previews) scrolls inside its own box.
+
+Content-Security-Policy (docs/deploy.md, "Headers"): a violation is a script, style, image,
+fetch or websocket the policy stopped, so a part of the screen that silently does not work.
+Every browser context the tests open is watched (:func:`watch_csp`): the document's
+``securitypolicyviolation`` events and Chromium's "Content Security Policy" console messages
+are collected, and a screen with any fails.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Page
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 #: the impacts that fail a screen
@@ -22,6 +30,19 @@ BLOCKING_IMPACTS = frozenset({"serious", "critical"})
 NARROW_WIDTH = 390
 
 _axe = Axe()
+
+#: what each watched browser context's pages reported, in order
+_CSP_VIOLATIONS: WeakKeyDictionary[BrowserContext, list[str]] = WeakKeyDictionary()
+#: run by Playwright in every document before the page's own scripts (so never itself
+#: subject to the page's policy); reports each violation through the binding below
+_REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__mwpCspViolation(
+    `${event.effectiveDirective} refused ${event.blockedURI || "an inline part"}` +
+      ` on ${event.documentURI} (${event.sourceFile || "the document"}:${event.lineNumber})`
+  );
+});
+"""
 
 
 def snap(page: Page, name: str) -> Path:
@@ -104,8 +125,39 @@ def check_narrow(page: Page, name: str) -> None:
         page.set_viewport_size(size)
 
 
+def watch_csp(context: BrowserContext) -> list[str]:
+    """Collect every Content-Security-Policy violation in ``context``'s pages, from now on;
+    the list it returns fills as they happen."""
+    violations: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text:
+            violations.append(message.text)
+
+    context.expose_binding("__mwpCspViolation", lambda _source, text: violations.append(text))
+    context.add_init_script(_REPORT_VIOLATIONS)
+    context.on("console", on_console)
+    _CSP_VIOLATIONS[context] = violations
+    return violations
+
+
+def csp_violations(page: Page) -> list[str]:
+    """The violations ``page``'s context has reported so far."""
+    violations = _CSP_VIOLATIONS.get(page.context)
+    assert violations is not None, "the browser context is not watched: call watch_csp()"
+    return violations
+
+
+def assert_no_csp_violation(page: Page, name: str) -> None:
+    """The browser refused nothing on ``page`` (nor before it, in the same context)."""
+    violations = csp_violations(page)
+    assert not violations, f"{name}: Content-Security-Policy violations:\n" + "\n".join(violations)
+
+
 def check_screen(page: Page, name: str) -> None:
-    """The three checks every visited screen gets: a screenshot, axe-core, 390 px."""
+    """The four checks every visited screen gets: a screenshot, axe-core, 390 px, and no
+    Content-Security-Policy violation."""
     snap(page, name)
     assert_accessible(page)
     check_narrow(page, name)
+    assert_no_csp_violation(page, name)

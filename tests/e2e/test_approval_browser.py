@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.dashboard import workflows as wf
-from tests.e2e.screens import check_screen, snap
+from tests.e2e.screens import check_screen, snap, watch_csp
 from tests.e2e.test_dashboard_browser import log_in, with_password
 from tests.factories import HumanPersona, World, build_world, grant, human, now_text
 from tests.live_server import LiveServer
@@ -54,6 +54,7 @@ def signed_in(browser: Browser, server: LiveServer, username: str) -> Page:
     """A second person's browser: a context of their own, so their own session."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
+    watch_csp(context)
     page = context.new_page()
     log_in(page, server, username)
     return page

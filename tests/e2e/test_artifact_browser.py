@@ -1,6 +1,6 @@
 """Artifact pages in a real browser against a real server (issue 12 §3): every kind of preview
 is screenshot, checked with axe-core and at 400 px, and the image preview really loads from
-the raw route (inline, under its closed CSP).
+the raw route (an attachment under its closed CSP, which an ``<img>`` still shows).
 """
 
 from __future__ import annotations

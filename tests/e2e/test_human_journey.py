@@ -34,7 +34,7 @@ from tests.client.scenario import (
     report_bytes,
     worker_evidence,
 )
-from tests.e2e.screens import check_screen, snap
+from tests.e2e.screens import check_screen, snap, watch_csp
 from tests.factories import HumanPersona, World, build_world, grant, human, mission_body, now_text
 from tests.live_server import LiveServer, session_server
 from tests.work.lifecycle import selection_basis
@@ -100,6 +100,7 @@ def stack(start_celery: StartCelery, artifact_dir: Path, worker_id: str) -> Iter
 def _signed_in(browser: Browser, server: LiveServer, persona: HumanPersona) -> Page:
     context: BrowserContext = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
+    watch_csp(context)
     page = context.new_page()
     page.goto(f"{server.url}/login/")
     page.get_by_label("Username").fill(persona.username)

@@ -25,7 +25,7 @@ from tests.e2e.revocation_world import (
     events,
     work_item,
 )
-from tests.e2e.screens import assert_accessible, snap
+from tests.e2e.screens import assert_accessible, snap, watch_csp
 from tests.e2e.test_dashboard_browser import log_in, with_password
 from tests.live_server import LiveServer
 
@@ -78,6 +78,7 @@ def member_page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Pa
     context: BrowserContext = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
     context.add_init_script(WATCH_PAGE)
+    watch_csp(context)
     tab = context.new_page()
     try:
         yield tab

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.csp import CSP
+from django.utils.decorators import method_decorator
+from django.views.decorators.csp import csp_override
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -69,10 +72,29 @@ class SessionCurrentApi(APIView):
         )
 
 
-class SchemaDocs(SpectacularSwaggerView):
+#: the dashboard's policy (settings.SECURE_CSP) but for styles and images: the Swagger UI page
+#: has an inline stylesheet of drf-spectacular's template, Swagger UI draws with inline
+#: styles, and its stylesheet's icons are ``data:`` images
+DOCS_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+
+
+@method_decorator(csp_override(DOCS_CSP), name="dispatch")
+class SchemaDocs(SpectacularSwaggerSplitView):
     """``GET /docs``: ``GET /schema`` in Swagger UI, its scripts and styles served by this app
     (``drf-spectacular-sidecar``: no CDN, so it works offline and leaks no visit). An HTML page
-    for people, not an endpoint of the contract, so it is left out of the document."""
+    for people, not an endpoint of the contract, so it is left out of the document. Its
+    starting script is ``GET /docs?script``, not inline, so no script runs that the app
+    did not serve as a file (``DOCS_CSP``)."""
 
     authentication_classes = ()
     exclude_from_schema = True

@@ -11,10 +11,12 @@ from typing import Any
 
 from django.conf import settings
 
+from apps.registry.services import MAX_NAME, MAX_VERSION
 from missionweave.protocol.commands import PUBLIC_COMMAND_TYPES
 from missionweave.protocol.identifiers import ROLES
 from missionweave.protocol.offline import EXTENSION as OFFLINE_EXTENSION
-from missionweave.protocol.strictjson import MAX_SAFE_INTEGER
+from missionweave.protocol.strictjson import CANONICAL_EXPONENT_FROM, MAX_SAFE_INTEGER
+from missionweave.protocol.validation import NOT_BLANK
 
 from .answers import MAX_QUERY_INT
 from .converters import DigestConverter, PrincipalConverter, WireIdConverter
@@ -169,7 +171,6 @@ REQUEST_FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "session_epoch": _EPOCH,
     "membership_epoch": _EPOCH,
     "through": _EPOCH,
-    "commands": {"maxItems": settings.MWP_MAX_BATCH_COMMANDS},
     "max_concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_SAFE_INTEGER},
     "roles": {
         "type": "array",
@@ -178,9 +179,43 @@ REQUEST_FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "uniqueItems": True,
     },
 }
+
+
+def _text(max_length: int) -> dict[str, Any]:
+    """A field the server reads with ``validation.check_text``: not blank, bounded."""
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NOT_BLANK}
+
+
+#: Text fields of the admin bodies (wire.md §4), by request component: names and versions are
+#: not blank (``NOT_BLANK``) and bounded, and a capability's ``id`` is such a text, not one of
+#: the client-chosen ids of wire.md §1 that the ``id`` rule above describes. Each replaces
+#: whatever the rules by name said.
+TEXT_FIELDS: dict[tuple[str, str], dict[str, Any]] = {
+    ("OrganizationRequest", "name"): _text(MAX_NAME),
+    ("GroupRequestRequest", "name"): _text(MAX_NAME),
+    ("AgentCardRequest", "name"): _text(MAX_NAME),
+    ("AgentCardRequest", "version"): _text(MAX_VERSION),
+    ("CapabilityRequest", "id"): _text(MAX_NAME),
+    ("CapabilityRequest", "version"): _text(MAX_VERSION),
+}
 #: any JSON value the strict parser takes (wire.md §1): integers exactly representable
 JSON_VALUE = "JsonValue"
 _JSON_VALUE_REF = {"$ref": f"#/components/schemas/{JSON_VALUE}"}
+#: wire.md §4: "each item is judged on its own, a refused item does not stop later ones", so
+#: an item that is no envelope is refused in its own result, never the whole request; the
+#: document says an item is an envelope or any other JSON value, and what happens to the latter
+_BATCH_COMMANDS = {
+    "type": "array",
+    "maxItems": settings.MWP_MAX_BATCH_COMMANDS,
+    "items": {"anyOf": [{"$ref": "#/components/schemas/EnvelopeRequest"}, _JSON_VALUE_REF]},
+    "description": f"up to {settings.MWP_MAX_BATCH_COMMANDS} envelopes (wire.md §3), each "
+    "judged on its own, in order: an item that is not a valid envelope is refused in its own "
+    "result (status 400 MALFORMED), and the items after it are judged all the same",
+}
+#: numbers as ``strictjson`` takes them (wire.md §1): an integer up to 2**53-1 in magnitude,
+#: and a double of any magnitude but between 2**53-1 and 1e21, where RFC 8785 would write an
+#: integer literal the strict parser refuses; a value the document forbids must be one the
+#: server refuses, even in a batch item that is judged on its own
 _JSON_VALUE_SCHEMA = {
     "nullable": True,
     "anyOf": [
@@ -188,6 +223,8 @@ _JSON_VALUE_SCHEMA = {
         {"type": "boolean"},
         {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER},
         {"type": "number", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER},
+        {"type": "number", "minimum": CANONICAL_EXPONENT_FROM},
+        {"type": "number", "maximum": -CANONICAL_EXPONENT_FROM},
         {"type": "array", "items": _JSON_VALUE_REF},
         {"type": "object", "additionalProperties": _JSON_VALUE_REF},
     ],
@@ -242,8 +279,9 @@ def closed_request_bodies(
     "unknown field" (``check_fields``, the envelope parser, the batch and archive checks), so
     each request component (``COMPONENT_SPLIT_REQUEST`` names them ``*Request``) says
     ``additionalProperties: false`` — ``tests/api/test_openapi_truth.py`` sends each one an
-    unknown field — and its fields carry the rules of ``REQUEST_FIELD_SCHEMAS``. The
-    envelope's ``body`` is left open: its fields depend on the command type (wire.md §9).
+    unknown field — and its fields carry the rules of ``REQUEST_FIELD_SCHEMAS`` and
+    ``TEXT_FIELDS``. The envelope's ``body`` is left open: its fields depend on the command
+    type (wire.md §9); so is a batch's item (``_BATCH_COMMANDS``).
     """
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas[JSON_VALUE] = _JSON_VALUE_SCHEMA
@@ -257,6 +295,11 @@ def closed_request_bodies(
                     **component["properties"][field],
                     **stated,
                 }
+        for (owner, field), stated in TEXT_FIELDS.items():
+            if owner == name:
+                component["properties"][field] = dict(stated)
         if name == "EnvelopeRequest":
             _envelope_fields(component)
+        if name == "BatchRequestRequest":
+            component["properties"]["commands"] = _BATCH_COMMANDS
     return result

@@ -43,6 +43,11 @@ from .models import (
 
 SESSION_TOKEN_PREFIX = "mws"  # noqa: S105 - a prefix, not a secret
 API_TOKEN_PREFIX = "mwt"  # noqa: S105
+#: the longest name (an organisation's, a group's, an Agent Card's, a capability id) and
+#: version (an Agent Card's, a capability's); the OpenAPI document states both
+#: (``apps.api.schema_hooks.TEXT_FIELDS``)
+MAX_NAME = 200
+MAX_VERSION = 64
 
 
 def _already_exists(what: str, ident: str) -> ProtocolError:
@@ -67,7 +72,7 @@ def organization_create(*, body: dict[str, Any]) -> tuple[Organization, bool]:
     """Create an organisation; the same body again is a no-op (returns created=False)."""
     check_fields(body, required=("id", "name"))
     ident = check_id(body["id"], "$.id")
-    name = check_text(body["name"], "$.name", max_length=200)
+    name = check_text(body["name"], "$.name", max_length=MAX_NAME)
     existing = Organization.objects.filter(pk=ident).first()
     if existing is not None:
         if existing.name != name:
@@ -82,8 +87,8 @@ def _check_agent_card(card: object) -> dict[str, Any]:
     check_fields(
         card, required=("name", "version", "capabilities", "max_concurrency"), path="$.agent_card"
     )
-    check_text(card["name"], "$.agent_card.name", max_length=200)
-    check_text(card["version"], "$.agent_card.version", max_length=64)
+    check_text(card["name"], "$.agent_card.name", max_length=MAX_NAME)
+    check_text(card["version"], "$.agent_card.version", max_length=MAX_VERSION)
     capabilities = card["capabilities"]
     if not isinstance(capabilities, list):
         raise malformed("capabilities is a list", "$.agent_card.capabilities", "R11.1-11")
@@ -92,8 +97,8 @@ def _check_agent_card(card: object) -> dict[str, Any]:
         if not isinstance(capability, dict):
             raise malformed("a capability is {id, version}", path, "R11.1-11")
         check_fields(capability, required=("id", "version"), path=path)
-        check_text(capability["id"], f"{path}.id", max_length=200)
-        check_text(capability["version"], f"{path}.version", max_length=64)
+        check_text(capability["id"], f"{path}.id", max_length=MAX_NAME)
+        check_text(capability["version"], f"{path}.version", max_length=MAX_VERSION)
     concurrency = card["max_concurrency"]
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise malformed(
@@ -140,7 +145,7 @@ def group_create(*, body: dict[str, Any]) -> tuple[Group, bool]:
     check_fields(body, required=("id", "organization", "name"))
     ident = check_id(body["id"], "$.id")
     organization_id = check_id(body["organization"], "$.organization")
-    name = check_text(body["name"], "$.name", max_length=200)
+    name = check_text(body["name"], "$.name", max_length=MAX_NAME)
     if not Organization.objects.filter(pk=organization_id).exists():
         raise _not_found("organization", organization_id, "$.organization")
     with transaction.atomic():

@@ -45,6 +45,13 @@ def check_principal(value: object, path: str) -> str:
     return value  # type: ignore[return-value]
 
 
+#: "not blank" as a JSON Schema ``pattern``: a character outside the whitespace ``str.strip``
+#: removes (every ``str.isspace`` character), so the OpenAPI document states exactly what
+#: :func:`check_text` refuses. Spelled out, because ``\s`` means another set in ECMA-262 and
+#: in Python's ``re``; ECMA-262 and ``re`` read these escapes alike.
+NOT_BLANK = r"[^\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
 def check_text(value: object, path: str, *, max_length: int = 10_000, empty: bool = False) -> str:
     if not isinstance(value, str) or (not empty and not value.strip()):
         raise malformed("expected a non-empty string", path)

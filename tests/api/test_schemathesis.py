@@ -10,7 +10,12 @@ is a staff human who is a member of the world's group, so the admin and member e
 are reached past their authorisation.
 
 CI runs a deterministic, bounded number of examples per operation (``MAX_EXAMPLES``); a run
-with more is ``MWP_PROOFS=full``. Any failure fails the test with Schemathesis's report.
+with more is ``MWP_PROOFS=full``. The three operations where the document once said other
+than the server (``POST /groups`` ``name``, ``POST /agents`` ``capabilities[].version``,
+``commands:batch``; issue 33 §7) reach their logic: the hooks give them the world's
+organisation and group (``MWP_ST_ORGANIZATION``, ``MWP_ST_GROUP``), and their text fields get
+values at the edges of the server's rule (``schemathesis.toml``). Any failure fails the test
+with Schemathesis's report.
 """
 
 from __future__ import annotations
@@ -64,7 +69,12 @@ def test_every_operation_passes_every_schemathesis_check(
         "--report-dir",
         str(tmp_path),
     ]
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "schemathesis_hooks.py")}
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": str(HERE / "schemathesis_hooks.py"),
+        "MWP_ST_ORGANIZATION": world.org,
+        "MWP_ST_GROUP": world.group,
+    }
     result = subprocess.run(
         command,
         capture_output=True,

@@ -472,8 +472,29 @@ CHECK_VIOLATIONS = [
     pytest.param(
         _edit(example_contract(), ("outputs", 0, "schema"), {"pattern": "("}),
         "$.contract.outputs[0].schema.pattern",
-        "'(' is not a 'regex'",
+        "pattern '(' is refused: missing ): ( "
+        "(patterns are RE2 syntax: no lookahead, lookbehind or backreferences)",
         id="schema-bad-regex",
+    ),
+    pytest.param(
+        _edit(example_contract(), ("outputs", 0, "schema"), {"pattern": "^(?!draft)"}),
+        "$.contract.outputs[0].schema.pattern",
+        "pattern '^(?!draft)' is refused: invalid perl operator: (?! "
+        "(patterns are RE2 syntax: no lookahead, lookbehind or backreferences)",
+        id="schema-lookahead",
+    ),
+    pytest.param(
+        _with_checks(
+            {
+                "check": "schema",
+                "output": "summary",
+                "schema": {"patternProperties": {"^(a)\\1$": {}}},
+            }
+        ),
+        "$.contract.acceptance_criteria[0].checks[0].schema.patternProperties",
+        "pattern '^(a)\\\\1$' is refused: invalid escape sequence: \\1 "
+        "(patterns are RE2 syntax: no lookahead, lookbehind or backreferences)",
+        id="check-schema-backreference",
     ),
 ]
 

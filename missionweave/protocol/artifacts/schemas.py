@@ -13,6 +13,14 @@ with two rules that keep the evaluation a pure function of (schema, document):
   jsonschema can assert depends on optional packages installed next to it, so asserting them
   would let two authorities disagree about the same output.
 
+And one rule that keeps it quick enough to run under the group's lock:
+
+- **Patterns run on RE2**, in time linear in the text (``patterns``): ``pattern``,
+  ``patternProperties`` and the keywords that consult them are replaced
+  (``pattern_keywords``), and the contract validator checks every pattern with the same
+  engine through the meta-schema's ``format: regex``, so a pattern RE2 cannot run (a
+  lookahead, a backreference) is refused with the contract, not met at submission.
+
 ``uniqueItems`` is replaced by a linear version: jsonschema compares unsortable items (any
 list of objects) pair by pair, and an 8 MiB output of a million small objects would hold a
 submission for hours. Canonical bytes (RFC 8785) are equal exactly when two JSON values are
@@ -29,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry, Resource
@@ -37,7 +45,9 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from ..canonical import canonical_bytes
+from . import pattern_keywords
 from .jsonpath import Location, format_path
+from .patterns import PatternRefused, check_pattern
 
 #: the dialect of every inline schema; ``$schema`` may be absent or say exactly this
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -56,8 +66,22 @@ _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef")
 
 #: an empty registry without ``retrieve``: an unknown URI is ``Unresolvable``, never fetched
 _NO_RETRIEVAL: Registry[Any] = Registry()
+
+
+def _is_pattern(instance: object) -> bool:
+    """The meta-schema's ``format: regex`` (every ``pattern`` and ``patternProperties`` key),
+    asserted by the engine that runs the patterns."""
+    if isinstance(instance, str):
+        check_pattern(instance)
+    return True
+
+
+#: the draft's format checks for the contract's schemas, with ``regex`` meaning RE2's syntax
+_SCHEMA_FORMATS = FormatChecker(formats=())
+_SCHEMA_FORMATS.checkers.update(Draft202012Validator.FORMAT_CHECKER.checkers)
+_SCHEMA_FORMATS.checks("regex", raises=PatternRefused)(_is_pattern)
 _META_VALIDATOR = Draft202012Validator(
-    Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+    Draft202012Validator.META_SCHEMA, format_checker=_SCHEMA_FORMATS
 )
 
 
@@ -78,7 +102,16 @@ def _unique_items(
         seen[key] = index
 
 
-_Validator = validators.extend(Draft202012Validator, validators={"uniqueItems": _unique_items})
+_Validator = validators.extend(
+    Draft202012Validator,
+    validators={
+        "uniqueItems": _unique_items,
+        "pattern": pattern_keywords.pattern,
+        "patternProperties": pattern_keywords.pattern_properties,
+        "additionalProperties": pattern_keywords.additional_properties,
+        "unevaluatedProperties": pattern_keywords.unevaluated_properties,
+    },
+)
 
 
 class SchemaUnusable(Exception):
@@ -117,7 +150,7 @@ def schema_problems(schema: dict[str, Any]) -> list[tuple[Location, str]]:
     loop. Empty when the schema is usable.
     """
     problems = [
-        (tuple(error.absolute_path), _short(error.message))
+        (tuple(error.absolute_path), _meta_message(error))
         for error in _META_VALIDATOR.iter_errors(schema)
     ]
     if problems:
@@ -137,6 +170,14 @@ def schema_problems(schema: dict[str, Any]) -> list[tuple[Location, str]]:
     except SchemaUnusable as exc:
         return [((), str(exc))]
     return []
+
+
+def _meta_message(error: ValidationError) -> str:
+    """jsonschema's message, except for a refused pattern, whose own reason is clearer
+    than "... is not a 'regex'"."""
+    if isinstance(error.cause, PatternRefused):
+        return _short(str(error.cause))
+    return _short(error.message)
 
 
 def _sort_key(problem: tuple[Location, str]) -> tuple[str, str]:
@@ -209,6 +250,8 @@ def validate_document(document: Any, schema: dict[str, Any]) -> SchemaReport:
         raise SchemaUnusable(f"a URI in the schema is not usable: {_short(str(exc))}") from None
     except RecursionError:
         raise SchemaUnusable("a reference loops back without consuming the document") from None
+    except PatternRefused as exc:  # a contract accepted before its patterns were checked
+        raise SchemaUnusable(_short(str(exc))) from None
     collected.sort(key=lambda item: (item["path"], item["message"]))
     return SchemaReport(errors=tuple(collected[:MAX_SHOWN_ERRORS]), collected=len(collected))
 

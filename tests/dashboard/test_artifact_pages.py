@@ -16,8 +16,8 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.artifacts.models import CorruptionReport
-from apps.artifacts.storage import configured_storage
 from apps.artifacts.raw_headers import RAW_CSP
+from apps.artifacts.storage import configured_storage
 from apps.dashboard.artifact_views import _HeldBack
 from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.examples import INCIDENT_REPORTS_DIGEST

@@ -38,7 +38,12 @@ class HeadWatch:
 
     def check(self, now: datetime, feeds: Mapping[str, EventFeed], call: Call) -> None:
         """Check every group's head when due; a fork is logged and remembered by group."""
-        if self.next_at is not None and now < self.next_at:
+        if self.next_at is None:
+            # the first check comes one interval after the start: a starting worker takes its
+            # work first
+            self.next_at = now + self.interval
+            return
+        if now < self.next_at:
             return
         self.next_at = now + self.interval
         for group, feed in list(feeds.items()):

@@ -297,6 +297,12 @@ class WorkItemSerializer(serializers.Serializer):
         "estimated_start {earliest, latest}, estimated_completion, confidence, capacity_state, "
         "computed_at, compute_seconds?, by, sequence, recorded_at} (R11.2-01)",
     )
+    execution_refused = serializers.DictField(
+        allow_null=True,
+        help_text="the current revision's refusal in words: {by, reason, at, revision, "
+        "waits_for: corrected_contract}; the item waits for a corrected contract or a cancel "
+        "(R10.2-06)",
+    )
 
 
 class CapabilityCheckRequestSerializer(serializers.Serializer):

@@ -15,7 +15,13 @@ people take theirs:
 - **judging** (R13.2-03 step 4): once the authority's checks and the reviewer agent have
   answered, the coordinator accepts the result or fails it with the criteria that did not
   pass. A result with a ``human_review`` criterion is never the coordinator's: a person
-  accepts it at the review screen (step 5).
+  accepts it at the review screen (step 5). A person's running reservation holds the
+  decision for them, and acceptance waits for the authority's checks: the coordinator asks
+  the protocol's own ``acceptance_refusal`` / ``decision_refusal`` and waits while they say
+  ``REVIEW_RESERVED`` or ``CHECKS_PENDING`` (issue 34), rather than racing the person;
+- **refused execution** (R10.2-06): a revision a mission owner refused waits for a corrected
+  contract or a cancel — a person's call — so the coordinator neither offers it again nor
+  counts it as waiting for an approval.
 
 To keep the dashboard worth visiting, one WorkItem at a time waits for a person's execution
 approval (R10.2-06) and one result at a time for a person's review. Nothing here decides what
@@ -34,6 +40,12 @@ from datetime import UTC, datetime, timedelta
 from missionweave.client import AgentClient
 from missionweave.protocol import states as S
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
+from missionweave.protocol.work.assessment import (
+    ACCEPT_RESULT,
+    FAIL,
+    decision_refusal,
+    live_reservation,
+)
 from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import Offer, WorkItem
 
@@ -107,7 +119,7 @@ def plan(scene: Scene) -> list[Step]:
     for group in scene.views:
         for item in scene.items(group):
             next_steps = next_for(scene, group, item)
-            moving += bool(next_steps) or _in_hand(item)
+            moving += bool(next_steps) or _in_hand(item, scene.now)
             steps += next_steps
         steps += authorize_new_missions(scene, group)
     if moving < MOVING_TARGET and not steps:
@@ -115,13 +127,14 @@ def plan(scene: Scene) -> list[Step]:
     return steps
 
 
-def _in_hand(item: WorkItem) -> bool:
+def _in_hand(item: WorkItem, now: datetime) -> bool:
     """Work the workers, the authority or the reviewer are moving now (the coordinator waits
-    for it) — not work that waits for a person."""
+    for it) — not work that waits for a person (a review, a reservation, an approval, a
+    corrected contract)."""
     if item.state == S.SUBMITTED:
-        return not _needs_a_person(item)
+        return not _needs_a_person(item) and live_reservation(item, now) is None
     if item.state == S.QUEUED:
-        return len(item.approvals) >= approvals_required(item)
+        return item.refusal is None and len(item.approvals) >= approvals_required(item)
     return item.state in (S.OFFERED, S.ACTIVE)
 
 
@@ -130,6 +143,8 @@ def _needs_a_person(item: WorkItem) -> bool:
 
 
 def next_for(scene: Scene, group: str, item: WorkItem) -> list[Step]:
+    if item.refusal is not None:
+        return []  # R10.2-06: it waits for a corrected contract or a cancel, a person's call
     if item.state == S.OPEN and item.child is None and _dependencies_met(scene, group, item):
         return offer(scene, group, item)
     if item.state == S.OFFERED and not live_offers(item, scene.now):
@@ -161,7 +176,8 @@ def offer(scene: Scene, group: str, item: WorkItem) -> list[Step]:
 
 def judge(scene: Scene, group: str, item: WorkItem) -> list[Step]:
     """R13.2-03 step 4: once nothing is still being checked or reviewed, accept when every
-    criterion passed, fail with those that did not. Never a ``human_review`` result."""
+    criterion passed, fail with those that did not. Never a ``human_review`` result, nor one
+    a person has reserved, nor one the authority still owes a check (issue 34)."""
     if _needs_a_person(item) or item.review is None:
         return []
     status = {name: entry["status"] for name, entry in item.review["criteria"].items()}
@@ -170,6 +186,9 @@ def judge(scene: Scene, group: str, item: WorkItem) -> list[Step]:
     if any(value in ("checking", "awaiting_review") for value in status.values()):
         return []  # the authority or the reviewer has not answered yet
     failing = sorted(name for name, value in status.items() if value in ("fail", "inconclusive"))
+    command = FAIL if failing else ACCEPT_RESULT
+    if decision_refusal(item, scene.me, scene.now, command) is not None:
+        return []  # a person's reservation holds it, or the checks are owed: wait (issue 34)
     if failing:
         body = {
             "work_item": item.id,
@@ -290,9 +309,12 @@ def live_offers(item: WorkItem, now: datetime) -> list[Offer]:
 
 
 def _awaiting_people(scene: Scene) -> bool:
-    """Whether some WorkItem already waits for a person's execution approval."""
+    """Whether some WorkItem already waits for a person's execution approval (a refused one
+    waits for a corrected contract instead)."""
     return any(
-        item.state in S.UNFINISHED and len(item.approvals) < approvals_required(item)
+        item.state in S.UNFINISHED
+        and item.refusal is None
+        and len(item.approvals) < approvals_required(item)
         for view in scene.views.values()
         for item in view.work_items()
     )

@@ -8,7 +8,9 @@ verifies every byte against its digest (wire.md §9) — reads the report, and r
 ``evidence.record`` on the submission it was asked about: ``pass`` when the report is
 complete, covers at least ``MIN_COVERAGE`` of the sources and states findings, ``fail``
 saying what is missing otherwise. Independent evidence (R13.2-01): it never judges an item it
-owns, and a claim is never copied as a verdict.
+owns, and a claim is never copied as a verdict. It takes no decision, so a person's review
+reservation does not hold it back: its evidence is input to that person's judgement (issue 34);
+a ``REVIEW_RESERVED`` answer would be reported as a wait (``steps.WAIT``).
 """
 
 from __future__ import annotations

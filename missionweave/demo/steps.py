@@ -3,7 +3,8 @@
 The coordinator and the reviewer decide their steps from what their ``GroupView`` shows and
 send them with ``send``; the authority judges each one. A refusal is reported as a line and
 the agent goes on (the log says what happened; the next beat decides again) — except a
-refusal the step ``expect``\\ s, which is part of the story (a race another agent won).
+refusal the step ``expect``\\ s, which is part of the story (a race another agent won), and
+a "not yet" (``WAIT``: a person's reservation, checks still owed), reported as waiting.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from typing import Any
 
 from missionweave.client import AgentClient
 from missionweave.client.errors import ApiError
+
+#: refusals that mean "not yet": a person's reservation holds the decision, or the authority's
+#: checks are still owed (issue 34); the next beat decides again
+WAIT = frozenset({"REVIEW_RESERVED", "CHECKS_PENDING"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ def send(client: AgentClient, step: Step) -> str:
     except ApiError as refusal:
         if refusal.code == step.expect:
             return f"{client.agent_id}: {where}: too late ({refusal.code})"
+        if refusal.code in WAIT:
+            return f"{client.agent_id}: {where}: waits ({refusal.code}: {refusal.message})"
         return f"{client.agent_id}: refused {where}: {refusal.code} {refusal.message}"
     events = ", ".join(event["type"] for event in result.events)
     return f"{client.agent_id}: {where} -> {events}"

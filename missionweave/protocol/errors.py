@@ -57,6 +57,11 @@ class ErrorCode(StrEnum):
     # away (503, with Retry-After: send the same request again), or the store is full (507).
     UNAVAILABLE = "UNAVAILABLE"
     STORAGE_FULL = "STORAGE_FULL"
+    # Issue 34 (additive): a running review reservation holds the decision; acceptance waits
+    # for the authority's own checks and never overrides a check that failed (R13.2-03).
+    REVIEW_RESERVED = "REVIEW_RESERVED"
+    CHECKS_PENDING = "CHECKS_PENDING"
+    CHECKS_FAILED = "CHECKS_FAILED"
 
 
 # (HTTP status, the requirement cited when the raiser names none).
@@ -102,6 +107,9 @@ _CATALOGUE: dict[ErrorCode, tuple[int, str]] = {
     ErrorCode.INTERNAL: (500, "wire§8"),
     ErrorCode.UNAVAILABLE: (503, "wire§8"),
     ErrorCode.STORAGE_FULL: (507, "wire§8"),
+    ErrorCode.REVIEW_RESERVED: (409, "R13.2-03"),
+    ErrorCode.CHECKS_PENDING: (409, "R13.2-03"),
+    ErrorCode.CHECKS_FAILED: (409, "R13.2-03"),
 }
 
 #: the codes of a 5xx answer: none may be the answer to any input (wire.md §8)

@@ -24,7 +24,15 @@ from typing import Any
 
 from missionweave.client.errors import ApiError
 
-from .admission import CAPABILITY, PRECEDENCE, Admission, AdmissionState, Refusal, admit
+from .admission import (
+    AUTHORIZATION,
+    CAPABILITY,
+    PRECEDENCE,
+    Admission,
+    AdmissionState,
+    Refusal,
+    admit,
+)
 from .authority import Authority
 from .config import WorkerConfig
 from .handlers import HandlerTable, kind_of
@@ -114,11 +122,14 @@ class OfferDesk:
         )
         share = self.config.groups[group]
         verdict = admit(admission_offer(offer, document, now=now, group=share), state)
+        extra = [*refused_execution(offer, document)]
         contract = document["contract"]
-        if self.handlers.for_contract(contract) is not None:
+        if self.handlers.for_contract(contract) is None:
+            no_handler = f"no handler for task kind {kind_of(contract)}"
+            extra.append(Refusal(CAPABILITY, no_handler, "R10.3-08"))
+        if not extra:
             return verdict
-        missing = Refusal(CAPABILITY, f"no handler for task kind {kind_of(contract)}", "R10.3-08")
-        refusals = sorted((*verdict.refusals, missing), key=lambda r: PRECEDENCE.index(r.reason))
+        refusals = sorted((*verdict.refusals, *extra), key=lambda r: PRECEDENCE.index(r.reason))
         return Admission(tuple(refusals))
 
     def _authorized(self) -> frozenset[str]:
@@ -144,3 +155,13 @@ class OfferDesk:
                 continue  # unknown to this worker: admission says so
             states[dependency] = str(item["state"])
         return states
+
+
+def refused_execution(offer: OfferRow, document: dict[str, Any]) -> list[Refusal]:
+    """An offer of a revision a mission owner refused is never taken on (R10.2-06): it
+    waits for a corrected contract, and the authority would refuse the acceptance."""
+    refusal = document.get("refusal") or {}
+    if not refusal or refusal.get("revision") != offer["revision"]:
+        return []
+    why = f"revision {refusal['revision']} was refused by {refusal.get('principal')}"
+    return [Refusal(AUTHORIZATION, f"{why}: {refusal.get('comment')}", "R10.2-06")]

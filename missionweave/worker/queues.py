@@ -494,7 +494,8 @@ def _offer_rejected(d: _Draft, p: dict[str, Any]) -> None:
 
 @_folds("approval.execution_granted", "approval.execution_refused")
 def _execution_decided(d: _Draft, p: dict[str, Any]) -> None:
-    """R10.2-06: grants count toward the gate; a refusal holds the revision."""
+    """R10.2-06: grants count toward the gate; a refusal holds the revision and stops its
+    start-by clock (issue 34)."""
     ident, actor = p["work_item"], d.event["actor"]
     item: ItemRow | None = d.get(ITEM, ident)
     if item is None:
@@ -504,6 +505,9 @@ def _execution_decided(d: _Draft, p: dict[str, Any]) -> None:
         _set_item(d, ident, approvals=[*item["approvals"], actor])
     else:
         _set_item(d, ident, refused_by=actor)
+        row: WorkRow | None = d.get(WORK, ident)
+        if row is not None:  # its start-by clock stops: it waits for a corrected contract
+            d.put(WORK, ident, {**row, "start_deadline": None})
     if d.get(WORK, ident) is not None:
         decision = "granted" if granted else "refused"
         d.note("gate", ident, decision=decision, by=actor, revision=p["contract_revision"])

@@ -25,6 +25,7 @@ from .work_http import (
     WorkWorld,
     authorized,
     build_work_world,
+    checked,
     checkpoint_body,
     contract,
     evidence,
@@ -221,6 +222,7 @@ def test_child_mission_only_from_a_state_the_table_allows(cw: ChildWorld, state:
         body = submission(cw.parent, w2, "wi-p", lease, [evidence("c1", w2)])
         cw.parent.ok(w2, "work.submit", body)
     if state == "verified":
+        checked(cw.parent.group, "wi-p")  # R13.2-03: acceptance waits for the checks
         cw.parent.ok(w1, "work.accept_result", {"work_item": "wi-p", "review": review("c1")})
     error = cw.parent.refused(
         w1, "mission.create_child", child_body(), 409, "ILLEGAL_TRANSITION", "R10.2-15"
@@ -345,6 +347,7 @@ def _items_in_every_state(wire: Wire, ww: WorkWorld) -> dict[str, str]:
     for item in ("wi-submitted", "wi-verified"):
         lease = started(wire, ww, item, contract=machine)
         wire.ok(ww.w2, "work.submit", submission(wire, ww.w2, item, lease, [evidence("c1", ww.w2)]))
+    checked(ww.group, "wi-verified")  # R13.2-03: acceptance waits for the checks
     wire.ok(ww.w1, "work.accept_result", {"work_item": "wi-verified", "review": review("c1")})
     authorized(wire, ww, "wi-failed")
     failure = {"work_item": "wi-failed", "evidence": [evidence("c1", ww.w1, verdict="fail")]}

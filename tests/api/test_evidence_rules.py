@@ -48,6 +48,7 @@ from .work_http import (
     WorkWorld,
     approval_risk,
     authorized,
+    checked,
     contract,
     evidence,
     far,
@@ -198,6 +199,7 @@ def test_an_owner_who_is_also_mission_owner_cannot_approve_accept_or_judge_its_o
     wire.refused(hana, "evidence.record", verdict, 403, "SELF_APPROVAL", "R13.2-01")
     accepted = {"work_item": "wi-h", "review": review("c1", "c2")}
     wire.refused(hana, "work.accept_result", accepted, 403, "SELF_APPROVAL", "R13.2-01")
+    checked(ww.group, "wi-h")
     wire.ok(ww.olga, "work.accept_result", accepted)
     assert wire.item("wi-h")["state"] == "verified"
 
@@ -321,6 +323,7 @@ def test_an_unpublished_submitted_artifact_gets_an_authority_manifest_and_a_prov
     # the output it was mapped to says what it is (the contract's ``summary``)
     assert recorded["manifest"]["media_type"] == "text/markdown"
 
+    checked(ww.group, "wi-1")
     wire.ok(ww.olga, "work.accept_result", {"work_item": "wi-1", "review": review("c1", "c2")})
     accepted = wire.head()
 
@@ -335,6 +338,7 @@ def test_an_unpublished_submitted_artifact_gets_an_authority_manifest_and_a_prov
     assert [(c["event"], c["field"]) for c in graph["citations"]] == [
         ("work.submitted", "$.artifacts[0]"),
         ("artifact.published", "$.manifest.digest"),
+        ("evidence.recorded", "$.artifacts[0]"),  # the authority's integrity check (R13.2-03)
     ]
     assert graph["citations"][0]["sequence"] == submitted["events"][0]["sequence"]
     assert graph["work_items"] == ["wi-1"]

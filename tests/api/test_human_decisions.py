@@ -17,6 +17,7 @@ from .work_http import (
     Wire,
     WorkWorld,
     approval_risk,
+    checked,
     contract,
     evidence,
     owned,
@@ -38,6 +39,7 @@ def submitted(wire: Wire, ww: WorkWorld, work_item: str) -> str:
     lease = started(wire, ww, work_item)
     claims = [evidence(c, ww.w2, method=m) for c, m in BOTH]
     wire.ok(ww.w2, "work.submit", submission(wire, ww.w2, work_item, lease, claims))
+    checked(ww.group, work_item)
     return lease
 
 
@@ -65,9 +67,11 @@ def test_a_refusal_over_http_stops_the_start_and_is_kept_with_its_comment(
 
     start = {"work_item": "wi-r", "ownership_epoch": epoch}
     error = wire.refused(ww.w2, "work.start", start, 403, "APPROVAL_REQUIRED", "R10.2-06")
+    refused_at = wire.item("wi-r")["refusal"]["recorded_at"]
     assert error["details"] == {
         "refused_by": ww.olga.principal,
         "comment": "it reads customer data",
+        "refused_at": refused_at,
         "revision": 1,
     }
     error = wire.refused(ww.cora, GRANT, decision("wi-r", "ok"), 409, "ILLEGAL_TRANSITION")
@@ -84,10 +88,11 @@ def test_a_refusal_over_http_stops_the_start_and_is_kept_with_its_comment(
     assert_log_consistent(ww.group)
 
 
-def test_review_reservations_over_http_are_advisory(wire: Wire, ww: WorkWorld) -> None:
+def test_review_reservations_over_http(wire: Wire, ww: WorkWorld) -> None:
     """R13.2-03: a reviewer reserves a submitted item for ten minutes; someone else's reserve
-    is 409 naming the holder, their release 403; the owner may not; the holder releases. The
-    reservation changes nobody's right to accept."""
+    is 409 naming the holder, an agent's release 403; the owner may not; the holder releases.
+    The holder of the next reservation accepts (what a reservation holds from others is in
+    ``test_review_holds``)."""
     submitted(wire, ww, "wi-v")
     reserve = {"work_item": "wi-v"}
     answer = wire.ok(ww.rex, "review.reserve", reserve)
@@ -97,7 +102,7 @@ def test_review_reservations_over_http_are_advisory(wire: Wire, ww: WorkWorld) -
 
     error = wire.refused(ww.olga, "review.reserve", reserve, 409, "ILLEGAL_TRANSITION", "R13.2-03")
     assert error["details"] == {"reserved_by": ww.rex.principal, "expires_at": held["expires_at"]}
-    wire.refused(ww.olga, "review.release", reserve, 403, "FORBIDDEN", "R13.2-03")
+    wire.refused(ww.w1, "review.release", reserve, 403, "FORBIDDEN", "R13.2-03")
     wire.refused(ww.w2, "review.reserve", reserve, 403, "FORBIDDEN", "wire§9")
     assert (
         wire.ok(ww.rex, "review.reserve", reserve)["result"]["reservation"]["expires_at"]
@@ -107,7 +112,7 @@ def test_review_reservations_over_http_are_advisory(wire: Wire, ww: WorkWorld) -
     assert wire.item("wi-v")["review"]["reservation"] is None
     wire.refused(ww.rex, "review.release", reserve, 409, "ILLEGAL_TRANSITION", "R13.2-03")
 
-    wire.ok(ww.oscar, "review.reserve", reserve)
+    wire.ok(ww.olga, "review.reserve", reserve)
     wire.ok(ww.olga, "work.accept_result", {"work_item": "wi-v", "review": review("c1", "c2")})
     item = wire.item("wi-v")
     assert item["state"] == "verified"

@@ -22,6 +22,7 @@ from .work_http import (
     authorize_body,
     authorized,
     basis,
+    checked,
     checkpoint_body,
     contract,
     evidence,
@@ -111,6 +112,7 @@ def test_owner_is_kept_through_the_end_and_cleared_by_a_new_offer(
         body = submission(wire, ww.w2, "wi-a", lease_id, [evidence("c1", ww.w2)])
         wire.ok(ww.w2, "work.submit", body)
         assert wire.item("wi-a")["owner"] == ww.w2.principal
+        checked(ww.group, "wi-a")
         wire.ok(ww.w1, "work.accept_result", {"work_item": "wi-a", "review": review("c1")})
     elif ending == "failed":
         body = {"work_item": "wi-a", "evidence": [evidence("c1", ww.w1, verdict="fail")]}
@@ -265,6 +267,11 @@ def test_happy_path_over_http_with_every_refusal_appending_nothing(
     # wire§9: a human_review criterion is accepted by a human mission_owner only
     accept_result = {"work_item": "wi-1", "review": review("c1", "c2")}
     wire.refused(w1, "work.accept_result", accept_result, 403, "FORBIDDEN", "R13.2-03")
+    # R13.2-03: acceptance waits for the authority's own checks (issue 34)
+    pending = wire.refused(ww.olga, "work.accept_result", accept_result, 409, "CHECKS_PENDING")
+    assert pending["details"] == {"pending": ["authority:integrity"]}
+    checked(ww.group, "wi-1")
+    seen.append("evidence.recorded")
     ok(ww.olga, "work.accept_result", accept_result)
     final = wire.item("wi-1")
     assert (final["state"], final["owner"], final["ownership_epoch"]) == (
@@ -281,7 +288,7 @@ def test_happy_path_over_http_with_every_refusal_appending_nothing(
         "approval.execution_granted", "approval.execution_granted", "work.started",
         "lease.renewed", "work.progress_reported", "work.usage_recorded", "work.usage_recorded",
         "work.checkpointed", "work.started", "work.submitted", "evidence.recorded",
-        "work.result_accepted",
+        "evidence.recorded", "work.result_accepted",
     ]  # fmt: skip
     assert [e["sequence"] for e in events] == list(range(start + 1, start + 1 + len(events)))
     assert all(e["group"] == g for e in events)
@@ -541,6 +548,7 @@ def test_start_waits_for_verified_dependencies_under_all_verified(
 
     lease = started(wire, ww, "wi-dep", ww.w3, contract=machine)
     wire.ok(ww.w3, "work.submit", submission(wire, ww.w3, "wi-dep", lease, [evidence("c1", ww.w3)]))
+    checked(ww.group, "wi-dep")
     wire.ok(ww.w1, "work.accept_result", {"work_item": "wi-dep", "review": review("c1")})
     error = wire.refused(ww.w2, "work.start", start, 409, "DEPENDENCY_UNMET")
     assert error["details"]["unmet"] == ["wi-unborn"]

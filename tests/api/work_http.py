@@ -13,6 +13,7 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
+from apps.work import reviews, tasks
 from missionweave.protocol.examples import example_contract
 from tests.factories import (
     AgentPersona,
@@ -340,6 +341,12 @@ def owned(
     revision = wire.item(work_item)["revision"]
     body = {"work_item": work_item, "offer": offer, "contract_revision": revision}
     return wire.ok(worker, "work.accept_offer", body)["result"]
+
+
+def checked(group: str, work_item: str) -> None:
+    """The authority's checks of the item's current submission (R13.2-03 steps 1–2), run as
+    its Celery task runs them after the submission commits: acceptance waits for them."""
+    reviews.review_submission(tasks.STORE, group, work_item)
 
 
 def started(

@@ -173,3 +173,74 @@ def test_a_claim_nobody_was_asked_to_review_is_asked_of_a_reviewer_after_a_while
         ("review.request", world.reviewer.principal, ["c2"])
     ]
     assert harness.run(world.coordinator, asks[0]) == "ok review.requested"
+
+
+def reviewed(world, work_item: str) -> None:
+    """Submitted, checked by the authority and passed by the reviewer agent: the coordinator
+    would accept it next beat."""
+    submitted(world, work_item)
+    item = harness.state_of(GROUP).work_item(work_item)
+    world.reviewer.open_session()
+    report = b'{"status": "complete", "coverage": 0.9, "findings": ["x"]}'
+    for step in reviewer.review_steps(GROUP, item, world.reviewer.principal, {OUTPUT: report}):
+        assert harness.run(world.reviewer, step) == "ok evidence.recorded"
+
+
+def test_the_coordinator_waits_while_a_person_holds_the_review_then_decides(world):
+    """Issue 34, R13.2-03: rita reserved the review — the coordinator neither accepts nor
+    fails the item (it does not race her), however many beats pass; once she releases it,
+    the coordinator's next beat accepts it."""
+    reviewed(world, "wi-held")
+    reserve = {"work_item": "wi-held"}
+    cast.submit_as_admin("rita", "review.reserve", reserve, command_id="t-rita-reserve")
+    for seed in range(3):
+        sent = harness.beat(world, random.Random(seed))
+        assert "wi-held" not in {step.target for step, _answer in sent}, sent
+    assert states()["wi-held"] == "submitted"
+
+    cast.submit_as_admin("rita", "review.release", reserve, command_id="t-rita-release")
+    sent = harness.beat(world, random.Random(0))
+    judged = [(step.type, answer) for step, answer in sent if step.target == "wi-held"]
+    assert judged == [("work.accept_result", "ok work.result_accepted")], sent
+    assert states()["wi-held"] == "verified"
+
+
+def test_the_coordinator_waits_for_the_authoritys_checks(world, monkeypatch):
+    """Issue 34, R13.2-03 steps 1–2: while the authority still owes its checks, the
+    coordinator takes no decision on the submission; once they pass and the reviewer agent
+    answered, it accepts."""
+    with monkeypatch.context() as held_back:  # the Celery task has not run yet
+        held_back.setattr(story.reviews, "review_submission", lambda *args: None)
+        submitted(world, "wi-unchecked")
+    assert WorkItem.objects.get(work_item_id="wi-unchecked").data["review"]["pending_checks"]
+    for seed in range(3):
+        sent = harness.beat(world, random.Random(seed))
+        assert "wi-unchecked" not in {step.target for step, _answer in sent}, sent
+
+    reviews.review_submission(STORE, GROUP, "wi-unchecked")
+    item = harness.state_of(GROUP).work_item("wi-unchecked")
+    world.reviewer.open_session()
+    report = b'{"status": "complete", "coverage": 0.9, "findings": ["x"]}'
+    for step in reviewer.review_steps(GROUP, item, world.reviewer.principal, {OUTPUT: report}):
+        assert harness.run(world.reviewer, step) == "ok evidence.recorded"
+    sent = harness.beat(world, random.Random(0))
+    judged = [(step.type, answer) for step, answer in sent if step.target == "wi-unchecked"]
+    assert judged == [("work.accept_result", "ok work.result_accepted")], sent
+
+
+def test_a_refused_item_is_left_for_a_corrected_contract(world):
+    """R10.2-06, issue 34: after a mission owner refuses an item's execution, the coordinator
+    neither offers it again nor counts it as waiting for an approval."""
+    refused = next(
+        row
+        for row in WorkItem.objects.filter(group_id=GROUP, state="queued")
+        if row.data["contract"]["risk"]["requires_execution_approval"] and not row.data["refusal"]
+    )
+    decision = {"work_item": refused.work_item_id, "contract_revision": 1, "comment": "no"}
+    cast.submit_as_admin("omar", "approval.refuse_execution", decision, command_id="t-omar-no")
+    scene = harness.scene(random.Random(0))
+    item = scene.views[GROUP].work_item(refused.work_item_id)
+    assert item is not None
+    assert item.refusal is not None
+    assert coordinator.next_for(scene, GROUP, item) == []
+    assert not coordinator._in_hand(item, scene.now)

@@ -38,7 +38,9 @@ CHECKED = [
 
 
 def submitted() -> WorkStory:
-    story = story_in(S.SUBMITTED, contract=work_contract(acceptance_criteria=CHECKED))
+    story = story_in(
+        S.SUBMITTED, contract=work_contract(acceptance_criteria=CHECKED), checked=False
+    )
     story.driver.scenario.state[membership_key(REVIEWER)] = Membership(
         REVIEWER, ("reviewer",), 1, True
     )

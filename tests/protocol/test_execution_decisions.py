@@ -12,6 +12,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.errors import ErrorCode
 from missionweave.protocol.work.approvals import APPROVAL_LOG_LIMIT
 from missionweave.protocol.work.items import WorkItem, work_item_key
+from missionweave.protocol.work.leases import next_eligible_worker
 
 from .test_work_refusals import LAPSED, approval_contract, body, driver_of, move_clock, refused
 from .work_scenarios import (
@@ -108,6 +109,7 @@ def test_start_of_a_refused_revision_is_approval_required_naming_who_and_why() -
     assert error.details == {
         "refused_by": MISSION_OWNER,
         "comment": "the contract reads customer data it does not need",
+        "refused_at": story.view()["refusal"]["recorded_at"],
         "revision": 1,
     }
     assert MISSION_OWNER in error.message
@@ -125,8 +127,9 @@ def test_nobody_decides_a_refused_revision_again() -> None:
         )
         assert "revision 1" in error.message
         assert MISSION_OWNER in error.message
-        assert "revises the contract or cancels" in error.message
+        assert "corrects the contract or cancels" in error.message
         assert error.details["refusal"]["principal"] == MISSION_OWNER
+        assert error.details["refused_by"] == MISSION_OWNER
 
 
 @pytest.mark.parametrize(("first", "second"), [(GRANT, REFUSE), (REFUSE, GRANT), (REFUSE, REFUSE)])
@@ -137,6 +140,39 @@ def test_one_decision_per_person_per_revision(first: str, second: str) -> None:
     story.do(first)
     error = refused(story, story.call(second), ErrorCode.DUPLICATE_APPROVAL, "R10.2-06")
     assert error.details["decision"] == ("approved" if first == GRANT else "refused")
+
+
+def test_a_second_decision_after_a_refusal_says_who_refused_why_and_when_once() -> None:
+    """R10.2-06, issue 34: the person who refused sees, in the message and the details, who
+    refused, why and when — the reason said once, so a screen can put it in words."""
+    story = gated()
+    story.do(REFUSE)
+    refusal = story.view()["refusal"]
+    for command in (GRANT, REFUSE):
+        error = refused(story, story.call(command), ErrorCode.DUPLICATE_APPROVAL, "R10.2-06")
+        assert error.details == {
+            "revision": 1,
+            "decision": "refused",
+            "decided_by": MISSION_OWNER,
+            "decided_at": refusal["recorded_at"],
+            "comment": refusal["comment"],
+            "refused_by": MISSION_OWNER,
+            "refused_at": refusal["recorded_at"],
+        }
+        assert error.message.count(refusal["comment"]) == 1
+        assert refusal["recorded_at"] in error.message
+
+
+def test_a_second_grant_says_when_the_first_was_given() -> None:
+    """R10.2-06: a duplicate grant names when the person granted, and their comment."""
+    story = gated()
+    story.do(GRANT)
+    error = refused(story, story.call(GRANT), ErrorCode.DUPLICATE_APPROVAL, "R10.2-06")
+    granted = story.view()["approval_log"][-1]
+    assert error.details["decision"] == "approved"
+    assert error.details["decided_at"] == granted["recorded_at"]
+    assert error.details["comment"] == "go ahead"
+    assert "refused_by" not in error.details
 
 
 def test_a_refusal_for_another_revision_is_stale_revision() -> None:
@@ -179,14 +215,103 @@ def test_a_corrected_contract_clears_the_refusal_like_the_grants() -> None:
     assert story.state == S.ACTIVE
 
 
-def test_re_offering_the_same_contract_keeps_the_refusal() -> None:
-    """R10.1-05: only a corrected contract is a new revision; the same one stays refused."""
+def test_re_offering_the_same_contract_is_refused_while_it_is_refused() -> None:
+    """R10.2-06, R10.1-05, issue 34: a refused revision waits for a corrected contract or a
+    cancel — offering the same contract again is ILLEGAL_TRANSITION naming who refused, why
+    and when, whether the start-by time passed or not."""
+    for at in (None, LAPSED):
+        story = gated(approvals=1)
+        story.do(REFUSE)
+        if at is not None:
+            move_clock(story, at)
+        for contract in (None, story.contract):
+            error = refused(
+                story,
+                story.call("work.offer", contract=contract),
+                ErrorCode.ILLEGAL_TRANSITION,
+                "R10.2-06",
+            )
+            assert error.details["refused_by"] == MISSION_OWNER
+            assert error.details["comment"] == story.view()["refusal"]["comment"]
+            assert "corrected contract" in error.message
+
+
+def test_a_corrected_contract_is_offered_at_once_the_refused_owner_holds_nothing() -> None:
+    """R10.2-06, R10.2-03: the owner queued on a refused revision can never start it, so a
+    corrected contract is offered without waiting for its start-by time; it fences the
+    owner."""
     story = gated(approvals=1)
     story.do(REFUSE)
+    corrected = approval_contract(1) | {"goal": "Summarise November without customer data"}
+    ran = story.do("work.offer", contract=corrected)
+    assert ran.types == ["work.offered"]
+    item = story.view()
+    assert (item["state"], item["revision"], item["refusal"]) == (S.OFFERED, 2, None)
+    assert item["execution_refused"] is None
+
+
+def test_a_refused_revision_stops_its_start_by_clock() -> None:
+    """R10.2-06, R11.3-02, issue 34: after a refusal nothing is due — the start deadline is
+    cleared and the sweep's reassignment is ILLEGAL_TRANSITION, long after it would have
+    been due; the owner keeps its place until a corrected contract or a cancel."""
+    story = gated(approvals=1)
+    deadline = story.view()["start_deadline"]
+    assert deadline is not None
+    story.do(REFUSE)
+    item = story.view()
+    assert item["start_deadline"] is None
+    assert WorkItem.from_dict(item).due() is None
     move_clock(story, LAPSED)
-    story.do("work.offer", contract=story.contract)
-    story.do("work.accept_offer")
-    refused(story, story.call("work.start"), ErrorCode.APPROVAL_REQUIRED, "R10.2-06")
+    reassign = story.call("work.reassign")
+    error = refused(story, reassign, ErrorCode.ILLEGAL_TRANSITION, "R11.5-01")
+    assert error.details["due"] is None
+    assert story.view()["owner"] == WORKER
+    story.do("work.cancel")
+    assert story.state == S.CANCELLED
+
+
+def test_the_projection_says_the_execution_was_refused_by_whom_why_and_when() -> None:
+    """R10.2-06, issue 34: ``execution_refused`` tells a screen who refused, why, when and
+    that a corrected contract is what it waits for; null while nothing is refused."""
+    story = gated(approvals=1)
+    assert story.view()["execution_refused"] is None
+    story.do(REFUSE)
+    item = story.view()
+    assert item["execution_refused"] == {
+        "by": MISSION_OWNER,
+        "reason": "the contract reads customer data it does not need",
+        "at": item["refusal"]["recorded_at"],
+        "revision": 1,
+        "waits_for": "corrected_contract",
+    }
+
+
+def test_no_worker_accepts_an_offer_of_a_refused_revision() -> None:
+    """R10.2-06, issue 34: an offer of a refused revision (one made before the refusal, or a
+    reassignment's) is not accepted: APPROVAL_REQUIRED naming who refused, why and when."""
+    story = story_in(S.OFFERED, contract=approval_contract(1))
+    state = driver_of(story).scenario.state
+    item = WorkItem.from_dict(story.view())
+    refusal = {
+        "principal": MISSION_OWNER, "decision": "refused", "comment": "not this data",
+        "revision": 1, "sequence": 1, "recorded_at": "2026-11-30T10:00:00.000000Z",
+    }  # fmt: skip
+    state[work_item_key(story.item)] = replace(item, refusal=refusal, approval_log=(refusal,))
+    error = refused(story, story.call("work.accept_offer"), ErrorCode.APPROVAL_REQUIRED, "R10.2-06")
+    assert error.details == {
+        "refused_by": MISSION_OWNER,
+        "comment": "not this data",
+        "refused_at": "2026-11-30T10:00:00.000000Z",
+        "revision": 1,
+    }
+
+
+def test_a_refused_items_reassignment_offers_it_to_nobody() -> None:
+    """R11.5-01, R10.2-06: when the refused owner loses the item (its membership revoked),
+    the reassignment goes back to ``open`` instead of offering the refused revision."""
+    story = gated(approvals=1)
+    story.do(REFUSE)
+    assert next_eligible_worker(WorkItem.from_dict(story.view())) is None
 
 
 # --- the approval log -----------------------------------------------------------------------------

@@ -1,5 +1,7 @@
-"""Review reservations, advisory: ``review.reserve`` / ``review.release`` on a submitted item
-(R13.2-03; the owner never reserves its own review, R13.2-01). Pure: no database."""
+"""Review reservations: ``review.reserve`` / ``review.release`` on a submitted item (R13.2-03;
+the owner never reserves its own review, R13.2-01), and a mission owner ending someone
+else's (issue 34). What a running reservation holds is in ``test_review_holds``. Pure: no
+database."""
 
 from __future__ import annotations
 
@@ -35,8 +37,8 @@ def reserve(story: WorkStory, actor: str, **extra: Any) -> Call:
     return Call(RESERVE, actor, {"work_item": story.item, **extra})
 
 
-def release(story: WorkStory, actor: str) -> Call:
-    return Call(RELEASE, actor, {"work_item": story.item})
+def release(story: WorkStory, actor: str, **extra: Any) -> Call:
+    return Call(RELEASE, actor, {"work_item": story.item, **extra})
 
 
 def reservation(story: WorkStory) -> dict[str, Any] | None:
@@ -156,12 +158,48 @@ def test_the_holder_releases() -> None:
     story.run(reserve(story, HUMAN_REVIEWER))
 
 
-def test_only_the_holder_releases_a_running_reservation() -> None:
-    """R13.2-03: FORBIDDEN for anyone else, naming the holder."""
+@pytest.mark.parametrize("actor", [COORDINATOR, REVIEWER])
+def test_only_the_holder_or_a_mission_owner_releases_a_running_reservation(actor: str) -> None:
+    """R13.2-03: FORBIDDEN for anyone else (an agent, a coordinator, a reviewer), naming the
+    holder, even with a reason."""
     story = story_in(S.SUBMITTED)
-    story.run(reserve(story, REVIEWER))
-    error = refused(story, release(story, COORDINATOR), ErrorCode.FORBIDDEN, "R13.2-03")
-    assert error.details["reserved_by"] == REVIEWER
+    story.run(reserve(story, HUMAN_REVIEWER))
+    error = refused(story, release(story, actor, reason="stale"), ErrorCode.FORBIDDEN, "R13.2-03")
+    assert error.details["reserved_by"] == HUMAN_REVIEWER
+    assert reservation(story) is not None
+
+
+def test_a_mission_owner_ends_someone_elses_reservation_saying_why() -> None:
+    """R13.2-03, issue 34: so that nothing stalls, a human mission_owner ends another
+    person's running reservation; ``review.released`` records the holder, who ended it and
+    why, and the decision is free again."""
+    story = story_in(S.SUBMITTED)
+    story.run(reserve(story, HUMAN_REVIEWER))
+    ran = story.run(release(story, MISSION_OWNER, reason="Rita is away until Monday"))
+    assert ran.events == [
+        (
+            "review.released",
+            {
+                "work_item": story.item,
+                "reviewer": HUMAN_REVIEWER,
+                "ended_by": MISSION_OWNER,
+                "reason": "Rita is away until Monday",
+            },
+        )
+    ]
+    assert reservation(story) is None
+    story.do("work.accept_result", actor=MISSION_OWNER)
+    assert story.state == S.VERIFIED
+
+
+@pytest.mark.parametrize("reason", [None, "", "   "])
+def test_ending_someone_elses_reservation_says_why(reason: str | None) -> None:
+    """R13.2-03, issue 34: without a reason it is MALFORMED at ``$.reason``."""
+    story = story_in(S.SUBMITTED)
+    story.run(reserve(story, HUMAN_REVIEWER))
+    extra = {} if reason is None else {"reason": reason}
+    error = refused(story, release(story, MISSION_OWNER, **extra), ErrorCode.MALFORMED)
+    assert error.details == {"path": "$.reason"}
 
 
 @pytest.mark.parametrize("expired", [False, True])
@@ -175,23 +213,19 @@ def test_releasing_nothing_is_a_harmless_illegal_transition(expired: bool) -> No
     assert error.details["reservation"] is None
 
 
-@pytest.mark.parametrize("command", ["work.accept_result", "work.fail", "evidence.record"])
-def test_a_reservation_is_advice_not_a_lock(command: str) -> None:
-    """R13.2-03: who may record evidence, accept or fail does not change while someone else
-    holds the reservation."""
-    story = story_in(S.SUBMITTED)
-    story.run(reserve(story, HUMAN_REVIEWER))
-    story.do(command)
-
-
 @pytest.mark.parametrize(
-    ("command", "state"),
-    [("work.accept_result", S.VERIFIED), ("work.fail", S.FAILED), ("work.cancel", S.CANCELLED)],
+    ("command", "holder", "state"),
+    [
+        ("work.accept_result", MISSION_OWNER, S.VERIFIED),
+        ("work.fail", COORDINATOR, S.FAILED),
+        ("work.cancel", REVIEWER, S.CANCELLED),
+    ],
 )
-def test_leaving_submitted_clears_the_reservation(command: str, state: str) -> None:
-    """R13.2-03: a verified, failed or cancelled item is reviewed by nobody."""
+def test_leaving_submitted_clears_the_reservation(command: str, holder: str, state: str) -> None:
+    """R13.2-03: a verified, failed or cancelled item is reviewed by nobody — the holder's
+    decision ends its reservation; a cancel is never held by one."""
     story = story_in(S.SUBMITTED)
-    story.run(reserve(story, REVIEWER))
+    story.run(reserve(story, holder))
     story.do(command)
     assert story.state == state
     assert reservation(story) is None
@@ -200,7 +234,7 @@ def test_leaving_submitted_clears_the_reservation(command: str, state: str) -> N
 def test_a_new_submission_starts_unreserved() -> None:
     """R13.2-03: the reservation was of the previous submission; the new one is nobody's."""
     story = story_in(S.SUBMITTED)
-    story.run(reserve(story, REVIEWER))
+    story.run(reserve(story, COORDINATOR))
     story.do("work.fail")
     story.do("work.offer")
     story.do("work.accept_offer")

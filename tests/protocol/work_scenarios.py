@@ -140,10 +140,19 @@ def checkpoint(ref: str = "ckpt-1") -> dict[str, Any]:
     return {"ref": ref, "state_digest": sha256_digest(ref.encode()), "artifacts": []}
 
 
+#: what the authority also issues after a submission commits, as member commands' decider
+#: judges them (wire.md §6: its checks as ``evidence.record``, then ``review.request``)
+AUTHORITY_FOLLOW_UPS = frozenset({"evidence.record", "review.request"})
+#: the pseudo-step of a history: the authority records the checks it owes, all passing
+CHECKS = "authority.checks"
+
+
 def check_issuer(type_: str, actor: str) -> None:
     """The actor's roles may issue ``type_`` (wire.md §9): a story never relies on a command
     the write path would refuse before deciding."""
     spec = COMMANDS[type_]
+    if actor == AUTHORITY and type_ in AUTHORITY_FOLLOW_UPS:
+        return
     if spec.authority_only:
         assert actor == AUTHORITY, f"{type_} is issued by the authority, not {actor}"
         return
@@ -313,6 +322,24 @@ class WorkStory:
 
     def do(self, command: str, **options: Any) -> Ran:
         return self.run(self.call(command, **options))
+
+    def check(self, verdict: str = "pass", *, only: tuple[str, ...] | None = None) -> list[Ran]:
+        """The authority records the checks it still owes the current submission (R13.2-03
+        steps 1–2) — every one, or ``only`` those — each with ``verdict``."""
+        review = (self.view() or {}).get("review") or {}
+        owed = [c for c in review.get("pending_checks", []) if only is None or c in only]
+        return [self.run(self.authority_check(criterion, verdict)) for criterion in owed]
+
+    def authority_check(self, criterion: str, verdict: str = "pass") -> Call:
+        """The authority's ``evidence.record`` of its check of ``criterion``."""
+        review = (self.view() or {}).get("review") or {}
+        body = {
+            "work_item": self.item,
+            "submission": review.get("submission"),
+            **evidence(criterion, AUTHORITY, verdict=verdict),
+            "artifacts": [],
+        }
+        return Call("evidence.record", AUTHORITY, body)
 
     def _fence(self) -> None:
         if self.owner is not None:
@@ -656,7 +683,8 @@ _TAILS: dict[str, list[Step]] = {
 _TAILS |= {
     S.QUEUED: [*_TAILS[S.ACTIVE], *_steps("work.checkpoint")],
     S.BLOCKED: [*_TAILS[S.ACTIVE], *_steps("work.block")],
-    S.SUBMITTED: [*_TAILS[S.ACTIVE], *_steps("work.submit")],
+    # submitted, and checked by the authority (R13.2-03 steps 1–2), as a reviewer finds it
+    S.SUBMITTED: [*_TAILS[S.ACTIVE], *_steps("work.submit", CHECKS)],
     S.FAILED: [*_TAILS[S.ACTIVE], *_steps("work.fail")],
     S.CANCELLED: [*_TAILS[S.ACTIVE], *_steps("work.cancel")],
     S.OPEN: [*_TAILS[S.ACTIVE], *_steps("work.block", ("work.unblock", {"to": S.OPEN}))],
@@ -696,16 +724,26 @@ def path_to(state: str, *, linked: bool = False) -> list[Step]:
 
 
 def story_in(
-    state: str, driver: Driver | None = None, *, linked: bool = False, **story: Any
+    state: str,
+    driver: Driver | None = None,
+    *,
+    linked: bool = False,
+    checked: bool = True,
+    **story: Any,
 ) -> WorkStory:
     """A WorkItem in ``state``, reached by deciding (or submitting) real commands.
 
     Several stories may share one driver (give each its own ``item`` and ``proposal``): the
-    mission is created by the first of them only.
+    mission is created by the first of them only. A submission is checked by the authority
+    on the way (R13.2-03 steps 1–2), unless ``checked`` is false: then the checks are owed.
     """
     told = WorkStory(driver or PureDriver(), **story)
     for command, options in path_to(state, linked=linked):
         if command == "mission.create" and told.driver.mission(told.mission) is not None:
+            continue
+        if command == CHECKS:
+            if checked:
+                told.check()
             continue
         told.do(command, **options)
     assert told.state == state, f"the history to {state} ended in {told.state}"

@@ -251,6 +251,8 @@ def owner_holds(item: WorkItem) -> bool:
     queued or active item, and a blocked one while its blocked lease or a child runs."""
     if item.owner is None:
         return False
+    if item.state == S.QUEUED and item.refusal is not None:
+        return False  # R10.2-06: an owner queued on a refused revision holds nothing
     if item.state in (S.QUEUED, S.ACTIVE, S.SUBMITTED):
         return True
     if item.state == S.BLOCKED:
@@ -328,6 +330,8 @@ def predict_accept(item: WorkItem, offer_id: str, actor: str, revision: int) -> 
         return ILLEGAL  # R10.3-03: not its turn yet
     if revision != item.revision or offer.revision != item.revision:
         return ErrorCode.STALE_REVISION
+    if item.refusal is not None:
+        return ErrorCode.APPROVAL_REQUIRED  # R10.2-06: a refused revision is not taken on
     if item.open_questions:
         return ILLEGAL
     return OK

@@ -40,6 +40,7 @@ from hypothesis.stateful import (
 )
 
 from apps.ledger.write_path import Outcome
+from apps.work import reviews, tasks
 from apps.work.models import WorkItem as WorkItemRow
 from missionweave.protocol import states as S
 from missionweave.protocol.canonical import sha256_digest
@@ -338,6 +339,8 @@ class Lifecycle(RuleBasedStateMachine):
             expected = NOT_FOUND
         elif item.state not in S.allowed_from("work.offer") or owner_holds(item):
             expected = ILLEGAL
+        elif item.refusal is not None and revise != "corrected":
+            expected = ILLEGAL  # R10.2-06: a refused revision waits for a corrected contract
         elif item.state == S.BLOCKED and child_running(item):
             expected = ILLEGAL  # R10.2-15: blocked while its child runs, even with no owner
         body = offer_body(work_item, offers, mode=mode, **extra)
@@ -541,13 +544,35 @@ class Lifecycle(RuleBasedStateMachine):
         expected: Expected = NOT_FOUND
         if item is not None:
             human_review = any(c["method"] == "human_review" for c in criteria)
+            review = item.review or {}
+            checks = [  # what the authority recorded, per criterion it checked
+                [e["verdict"] for e in summary["evidence"] if e["producer"] == AUTHORITY]
+                for summary in review.get("criteria", {}).values()
+                if summary["method"] == "deterministic"
+            ]
+            not_passed = [v for v in checks if v and ("fail" in v or v[-1] != "pass")]
             if item.state != S.SUBMITTED:
                 expected = ILLEGAL
             elif human_review and persona is not self.cast.olga:
                 expected = FORBIDDEN
+            elif review.get("pending_checks"):  # issue 34: acceptance waits for the checks
+                expected = ErrorCode.CHECKS_PENDING
+            elif not_passed:
+                expected = ErrorCode.CHECKS_FAILED
             else:
                 expected = OK if passes else ILLEGAL
         self.send(persona, "work.accept_result", body, expected)
+
+    def do_authority_checks(self, work_item: str) -> None:
+        """R13.2-03 steps 1–2: the authority's checks of a submission, as its Celery task
+        runs them after the submission commits (the same function, the same write path)."""
+        item = self.item(work_item)
+        if item is None or item.state != S.SUBMITTED:
+            return
+        reviews.review_submission(tasks.STORE, self.g, work_item)
+        self.tally("authority checks")
+        for tracker in self.trackers.values():
+            tracker.catch_up()
 
     def do_fail(self, work_item: str, by_owner: bool, with_evidence: bool) -> None:
         """R10.2-13: by the owner with its current lease id, or by the coordinator."""
@@ -907,6 +932,11 @@ class Lifecycle(RuleBasedStateMachine):
         self.do_record_evidence(self.pick_item(pick, "evidence.record"), persona)
 
     @precondition(lambda self: self.items())
+    @rule(pick=picks)
+    def authority_checks(self, pick: int) -> None:
+        self.do_authority_checks(self.pick_item(pick, "work.accept_result"))
+
+    @precondition(lambda self: self.items())
     @rule(pick=picks, by_olga=st.booleans(), passes=st.integers(0, 4).map(bool))
     def accept_result(self, pick: int, by_olga: bool, passes: bool) -> None:
         persona: Persona = self.cast.olga if by_olga else self.cast.coordinator
@@ -1064,6 +1094,8 @@ class Lifecycle(RuleBasedStateMachine):
             else:
                 self.do_submit(work_item, owner, lease_id, complete=True)
         elif item.state == S.SUBMITTED:
+            if pick % 3:
+                self.do_authority_checks(work_item)
             if pick % 4 == 0:
                 self.do_record_evidence(work_item, self.cast.rita)
             if pick % 6 == 5:

@@ -7,6 +7,7 @@ reason codes, the protocol's ``REJECT_REASONS``).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import cast
 
 import pytest
 
@@ -20,6 +21,8 @@ from missionweave.worker.admission import (
     AdmissionState,
     admit,
 )
+from missionweave.worker.offers import refused_execution
+from missionweave.worker.queues import OfferRow
 from missionweave.worker.scheduler import (
     Needs,
     QueuedItem,
@@ -216,3 +219,17 @@ def test_offer_from_a_work_contract_reads_its_fields() -> None:
     assert offer.capabilities == tuple((c["id"], c["version"]) for c in contract["capabilities"])
     assert offer.budgets == contract["budgets"]
     assert offer.dependency_policy == contract["dependency_policy"]
+
+
+def test_an_offer_of_a_refused_revision_is_rejected_naming_who_refused_and_why() -> None:
+    """R10.2-06, R10.3-10, issue 34: the WorkItem the authority serves says the offered
+    revision was refused; the worker does not take it on — an ``authorization`` refusal
+    naming who refused and why; a refusal of an earlier revision does not count."""
+    refusal = {"principal": "user:olga", "comment": "reads customer data", "revision": 1}
+    offer = cast(OfferRow, {"revision": 1})
+    (found,) = refused_execution(offer, {"refusal": refusal})
+    assert (found.reason, found.requirement) == ("authorization", "R10.2-06")
+    assert "user:olga" in found.detail
+    assert "reads customer data" in found.detail
+    assert refused_execution(cast(OfferRow, {"revision": 2}), {"refusal": refusal}) == []
+    assert refused_execution(offer, {"refusal": None}) == []

@@ -3,9 +3,11 @@
 
 Each human mission_owner decides a contract revision once, granting or refusing it, with a
 comment; every decision is kept on the item (``approval_log``). Grants count toward the
-contract's quorum; a refusal stops that revision: ``work.start`` is ``APPROVAL_REQUIRED``
-naming who refused and why, and nobody decides it again. Neither a grant nor a refusal
-carries over to a corrected contract (R10.1-05): the new revision is decided afresh.
+contract's quorum; a refusal stops that revision: its start-by clock stops (the sweep does
+not reassign it), no worker accepts an offer of it or starts it (``APPROVAL_REQUIRED`` naming
+who refused, why and when), the coordinator does not offer it again, and nobody decides it
+again — it waits for a corrected contract or a cancel (issue 34). Neither a grant nor a
+refusal carries over to a corrected contract (R10.1-05): the new revision is decided afresh.
 """
 
 from __future__ import annotations
@@ -50,11 +52,58 @@ def validate_refuse_execution(body: dict[str, Any]) -> None:
 
 
 def refusal_message(item: WorkItem) -> str:
-    """Who refused the item's current revision and why, in words."""
+    """Who refused the item's current revision, when and why, in words (said once)."""
     refusal = item.refusal or {}
     return (
         f"revision {refusal.get('revision')} of {item.id} was refused by "
-        f"{refusal.get('principal')}: {refusal.get('comment')}"
+        f"{refusal.get('principal')} at {refusal.get('recorded_at')}: {refusal.get('comment')}"
+    )
+
+
+def refusal_details(item: WorkItem) -> dict[str, Any]:
+    """The refusal as structured details: who refused, why, when and which revision."""
+    refusal = item.refusal or {}
+    return {
+        "refused_by": refusal.get("principal"),
+        "comment": refusal.get("comment"),
+        "refused_at": refusal.get("recorded_at"),
+        "revision": refusal.get("revision"),
+    }
+
+
+def _own_decision(item: WorkItem, actor: str) -> dict[str, Any] | None:
+    """``actor``'s own decision on the current revision (the latest, from ``approval_log``)."""
+    mine = [
+        entry
+        for entry in item.approval_log
+        if entry["principal"] == actor and entry["revision"] == item.revision
+    ]
+    return mine[-1] if mine else None
+
+
+def duplicate_decision(item: WorkItem, actor: str) -> ProtocolError:
+    """``DUPLICATE_APPROVAL`` saying, once, what ``actor`` already decided, when and why."""
+    refused_by = (item.refusal or {}).get("principal")
+    decided = "refused" if actor == refused_by else "approved"
+    entry = (item.refusal if decided == "refused" else _own_decision(item, actor)) or {}
+    when = entry.get("recorded_at")
+    comment = entry.get("comment") or ""
+    message = f"{actor} already {decided} revision {item.revision} of {item.id}"
+    if when:
+        message += f" at {when}"
+    if comment:
+        message += f": {comment}"
+    details: dict[str, Any] = {
+        "revision": item.revision,
+        "decision": decided,
+        "decided_by": actor,
+        "decided_at": when,
+        "comment": comment,
+    }
+    if decided == "refused":
+        details.update(refusal_details(item))
+    return ProtocolError(
+        ErrorCode.DUPLICATE_APPROVAL, message, requirement="R10.2-06", details=details
     )
 
 
@@ -79,19 +128,13 @@ def _require_decidable(item: WorkItem, command: Command) -> None:
     require_not_owner(item, command.actor, f"{verb} the execution of")
     refused_by = (item.refusal or {}).get("principal")
     if command.actor in item.approvals or command.actor == refused_by:
-        decided = "refused" if command.actor == refused_by else "approved"
-        raise ProtocolError(
-            ErrorCode.DUPLICATE_APPROVAL,
-            f"{command.actor} already {decided} revision {item.revision} of {item.id}",
-            requirement="R10.2-06",
-            details={"revision": item.revision, "decision": decided},
-        )
+        raise duplicate_decision(item, command.actor)
     if item.refusal is not None:
         raise ProtocolError(
             ErrorCode.ILLEGAL_TRANSITION,
-            f"{refusal_message(item)}; a coordinator revises the contract or cancels",
+            f"{refusal_message(item)}; a coordinator corrects the contract or cancels",
             requirement="R10.2-06",
-            details={"work_item": item.id, "refusal": item.refusal},
+            details={"work_item": item.id, "refusal": item.refusal, **refusal_details(item)},
         )
 
 
@@ -116,18 +159,28 @@ def decide_refuse_execution(view: View, command: Command) -> Decision:
 
 
 def require_not_refused(item: WorkItem) -> None:
-    """``work.start`` of a refused revision is ``APPROVAL_REQUIRED``, naming who and why."""
+    """``work.accept_offer`` and ``work.start`` of a refused revision are
+    ``APPROVAL_REQUIRED``, naming who refused, why and when (R10.2-06)."""
     if item.refusal is None:
         return
     raise ProtocolError(
         ErrorCode.APPROVAL_REQUIRED,
-        refusal_message(item),
+        f"{refusal_message(item)}; it waits for a corrected contract or a cancel",
         requirement="R10.2-06",
-        details={
-            "refused_by": item.refusal["principal"],
-            "comment": item.refusal["comment"],
-            "revision": item.refusal["revision"],
-        },
+        details=refusal_details(item),
+    )
+
+
+def require_offerable(item: WorkItem, corrected: bool) -> None:
+    """A refused revision is not offered again: only a corrected contract (a new revision,
+    R10.1-05) or a cancel moves it on (R10.2-06, issue 34)."""
+    if item.refusal is None or corrected:
+        return
+    raise ProtocolError(
+        ErrorCode.ILLEGAL_TRANSITION,
+        f"{refusal_message(item)}; offer a corrected contract or cancel it",
+        requirement="R10.2-06",
+        details={"work_item": item.id, **refusal_details(item)},
     )
 
 

@@ -7,8 +7,20 @@ contract declares ``checks`` (step 2) — which a Celery task runs after commit 
 ``evidence.recorded`` with producer ``authority``; ``review.requested`` asks a reviewer agent
 for evidence on ``agent_review`` criteria (step 3), answered by its ``evidence.record``; every
 piece of evidence is folded into a per-criterion summary (step 4), and all of it stays on the
-item for the final human approval (step 5). The checks inform the review; they do not change
-when ``work.accept_result`` is allowed.
+item for the final human approval (step 5).
+
+The checks gate the acceptance (issue 34): the product's promise is work *proven* before it
+is accepted, so while the authority still owes a check of the current submission
+``work.accept_result`` is ``CHECKS_PENDING``, and once it recorded a ``fail`` for the integrity
+or a deterministic criterion it is ``CHECKS_FAILED`` — so is a check it recorded as
+``inconclusive``, which proves nothing and which a review's ``pass`` would contradict (sending
+the item back with ``work.fail`` stays allowed). A running review reservation holds the
+decision for its holder: anyone else's ``work.accept_result`` or ``work.fail`` of the
+submission, and another person's ``evidence.record``, is ``REVIEW_RESERVED`` — a person
+judging an item is not raced by an agent. ``acceptance_refusal`` and ``decision_refusal`` say
+which refusal a command would get now, in the order role and state, reservation, pending
+checks, failed checks; the deciders and the screens (why a button is disabled) both ask
+them.
 
 Who may judge: the item's owner never records a verdict on its own item, accepts its result
 or grants its execution (``SELF_APPROVAL``), whatever roles it also holds.
@@ -17,13 +29,15 @@ or grants its execution (``SELF_APPROVAL``), whatever roles it also holds.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from .. import states as S
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, StateKey, View
-from ..identifiers import AUTHORITY
+from ..identifiers import AUTHORITY, is_human
 from ..memberships import membership_key
+from ..timefmt import parse_timestamp
 from ..validation import check_fields, check_id, check_principal, malformed
 from .checks import item_keys, require_item
 from .items import WorkItem
@@ -32,6 +46,9 @@ from .items import WorkItem
 INTEGRITY = "authority:integrity"
 REQUEST = "review.request"
 REQUESTED = "review.requested"
+ACCEPT_RESULT = "work.accept_result"
+FAIL = "work.fail"
+EVIDENCE_RECORD = "evidence.record"
 
 
 def require_not_owner(item: WorkItem, actor: str, what: str) -> None:
@@ -167,6 +184,124 @@ def with_statuses(review: dict[str, Any]) -> dict[str, Any]:
             status = "claimed"
         criteria[criterion] = {**summary, "status": status}
     return {**review, "criteria": criteria}
+
+
+# --- what holds a decision on a submission (issue 34, R13.2-03) -----------------------------
+
+
+def live_reservation(item: WorkItem, now: datetime) -> dict[str, Any] | None:
+    """The item's reservation while it runs at ``now``, else ``None`` (expiry is by itself).
+
+    Only a ``submitted`` item carries one: a new submission, or the item leaving
+    ``submitted``, clears it (``item_evolvers``)."""
+    if item.state != S.SUBMITTED:
+        return None
+    reservation = (item.review or {}).get("reservation")
+    if reservation is None or parse_timestamp(reservation["expires_at"]) <= now:
+        return None
+    return reservation
+
+
+def authority_checked(item: WorkItem) -> dict[str, str]:
+    """Each criterion the authority checked on the current submission → its recorded
+    verdict (``fail`` if any of its results failed, else its latest): the integrity check,
+    then deterministic criteria in the contract's order (R13.2-03)."""
+    recorded: dict[str, str] = {}
+    criteria = (item.review or {}).get("criteria") or {}
+    in_order = sorted(criteria.items(), key=lambda pair: pair[0] != INTEGRITY)  # step 1 first
+    for criterion, summary in in_order:
+        if summary.get("method") != "deterministic":
+            continue
+        verdicts = [e["verdict"] for e in summary["evidence"] if e["producer"] == AUTHORITY]
+        if verdicts:
+            recorded[criterion] = "fail" if "fail" in verdicts else verdicts[-1]
+    return recorded
+
+
+def pending_checks(item: WorkItem) -> list[str]:
+    """The checks the authority still owes the current submission, in R13.2-03 order."""
+    if item.state != S.SUBMITTED:
+        return []
+    return list((item.review or {}).get("pending_checks") or [])
+
+
+def failed_checks(item: WorkItem) -> list[str]:
+    """The criteria (``authority:integrity`` included) whose check the authority recorded as
+    anything but a pass: a ``fail``, or ``inconclusive`` (the check could not be applied, so
+    it proves nothing, and a review's ``pass`` would contradict it)."""
+    if item.state != S.SUBMITTED:
+        return []
+    return [c for c, verdict in authority_checked(item).items() if verdict != "pass"]
+
+
+def reserved_refusal(item: WorkItem, actor: str, now: datetime) -> ProtocolError | None:
+    """``REVIEW_RESERVED`` while someone other than ``actor`` holds a running reservation."""
+    held = live_reservation(item, now)
+    if held is None or held["reviewer"] == actor:
+        return None
+    return ProtocolError(
+        ErrorCode.REVIEW_RESERVED,
+        f"{held['reviewer']} is reviewing {item.id} until {held['expires_at']}",
+        requirement="R13.2-03",
+        details={"reserved_by": held["reviewer"], "expires_at": held["expires_at"]},
+    )
+
+
+def checks_refusal(item: WorkItem) -> ProtocolError | None:
+    """``CHECKS_PENDING`` while the authority owes a check, else ``CHECKS_FAILED`` when one
+    did not pass (R13.2-03 steps 1–2: work is proven before it is accepted)."""
+    pending = pending_checks(item)
+    if pending:
+        return ProtocolError(
+            ErrorCode.CHECKS_PENDING,
+            f"the authority is still checking the submission of {item.id}: {', '.join(pending)}",
+            requirement="R13.2-03",
+            details={"pending": pending},
+        )
+    failed = failed_checks(item)
+    if failed:
+        return checks_failed(item, failed)
+    return None
+
+
+def checks_failed(item: WorkItem, failed: list[str]) -> ProtocolError:
+    """``CHECKS_FAILED`` naming the criteria whose authority check did not pass."""
+    recorded = authority_checked(item)
+    named = ", ".join(f"{criterion} ({recorded.get(criterion, 'fail')})" for criterion in failed)
+    return ProtocolError(
+        ErrorCode.CHECKS_FAILED,
+        f"the authority's check of {named} did not pass on the submission of {item.id}: "
+        "send it back instead",
+        requirement="R13.2-03",
+        details={"failed": failed},
+    )
+
+
+def acceptance_refusal(item: WorkItem, actor: str, now: datetime) -> ProtocolError | None:
+    """The refusal ``work.accept_result`` of ``item`` by ``actor`` gets at ``now`` after the
+    role and state checks — ``REVIEW_RESERVED``, then ``CHECKS_PENDING``, then
+    ``CHECKS_FAILED`` — or ``None`` (issue 34, R13.2-03). Pure: a screen asks it to say why
+    Accept is not possible yet."""
+    if item.state != S.SUBMITTED:
+        return None
+    return reserved_refusal(item, actor, now) or checks_refusal(item)
+
+
+def decision_refusal(
+    item: WorkItem, actor: str, now: datetime, command_type: str
+) -> ProtocolError | None:
+    """The issue 34 refusal ``command_type`` on ``item`` by ``actor`` gets at ``now``, or
+    ``None``: ``work.accept_result`` as ``acceptance_refusal``; ``work.fail`` of a submission
+    by anyone but the reservation's holder, and ``evidence.record`` by another person
+    (``user:``), are ``REVIEW_RESERVED``. Evidence from the authority and agents stays
+    welcome: it is input to the person's judgement, not a decision."""
+    if command_type == ACCEPT_RESULT:
+        return acceptance_refusal(item, actor, now)
+    if command_type == FAIL:
+        return reserved_refusal(item, actor, now)
+    if command_type == EVIDENCE_RECORD and is_human(actor):
+        return reserved_refusal(item, actor, now)
+    return None
 
 
 # --- review.request (R13.2-03 step 3) ---------------------------------------------------------

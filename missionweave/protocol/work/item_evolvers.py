@@ -212,9 +212,12 @@ def _execution_granted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
 
 @evolves(REFUSED, aggregate=WORK_ITEM)
 def _execution_refused(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
-    """R10.2-06: the revision is refused until a corrected contract raises it."""
+    """R10.2-06: the revision is refused until a corrected contract raises it; its start-by
+    clock stops (nothing is due: ``WorkItem.due``), as it waits for no worker (issue 34)."""
     entry = _logged_decision(fact, "refused")
-    return replace(item, refusal=entry, approval_log=_with_decision(item, entry))
+    return replace(
+        item, refusal=entry, approval_log=_with_decision(item, entry), start_deadline=None
+    )
 
 
 # --- execution under a lease (R10.2-07..11, R11.3) -----------------------------------------

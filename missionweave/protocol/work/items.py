@@ -173,9 +173,13 @@ class WorkItem:
         An active lease runs out (R11.3-09), a queued owner misses its start deadline
         (R11.3-02) or a blocked owner outstays its bounded blocked lease (R11.4-05); each lets
         the coordinator's policy reassign (R11.5-01). A block while a child mission runs is
-        protected (R10.2-15). Sweeps select on this time, copied to an indexed column.
+        protected (R10.2-15), and so is a refused revision's queue place: it waits for a
+        corrected contract or a cancel, not for another worker (R10.2-06, issue 34). Sweeps
+        select on this time, copied to an indexed column.
         """
         if self.owner is None:
+            return None
+        if self.state == S.QUEUED and self.refusal is not None:
             return None
         if self.state == S.ACTIVE and self.lease is not None and self.lease.status == "active":
             return self.lease.expires_at, LEASE_EXPIRED
@@ -235,6 +239,20 @@ class WorkItem:
             "accepted_review": self.accepted_review,
             "failed_review": self.failed_review,
             "schedule": self.schedule,
+            "execution_refused": self.execution_refused(),
+        }
+
+    def execution_refused(self) -> dict[str, Any] | None:
+        """The current revision's refusal in a screen's words — who refused, why, when — or
+        ``None`` (R10.2-06): the item waits for a corrected contract or a cancel."""
+        if self.refusal is None:
+            return None
+        return {
+            "by": self.refusal["principal"],
+            "reason": self.refusal["comment"],
+            "at": self.refusal["recorded_at"],
+            "revision": self.refusal["revision"],
+            "waits_for": "corrected_contract",
         }
 
     @classmethod

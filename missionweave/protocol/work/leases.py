@@ -69,7 +69,10 @@ def _not_due(item: WorkItem, message: str) -> ProtocolError:
 
 def next_eligible_worker(item: WorkItem) -> str | None:
     """The coordinator's standing policy (R11.5-01): the next worker the coordinator offered
-    this revision to, in offer order, who neither held it before nor rejected it."""
+    this revision to, in offer order, who neither held it before nor rejected it — nobody
+    for a refused revision, which waits for a corrected contract (R10.2-06)."""
+    if item.refusal is not None:
+        return None
     excluded = {*item.former_owners, item.owner}
     rejected = {o.worker for o in item.offers if o.status == "rejected"}
     for offer in item.offers:

@@ -20,6 +20,7 @@ from ..validation import (
     check_text,
     malformed,
 )
+from .approvals import require_not_refused, require_offerable
 from .checks import (
     BLOCKED_LEASE,
     MAX_SEQUENTIAL_OFFERS,
@@ -76,8 +77,11 @@ def validate_offer(body: dict[str, Any]) -> None:
 
 
 def _owner_is_active(item: WorkItem, now: datetime) -> bool:
-    """Whether an owner still holds the item (an expired one may be fenced, R10.2-03)."""
+    """Whether an owner still holds the item (an expired one may be fenced, R10.2-03). An
+    owner queued on a refused revision holds nothing: it can never start it (R10.2-06)."""
     if item.owner is None or item.state in (S.OPEN, S.OFFERED, S.FAILED):
+        return False
+    if item.state == S.QUEUED and item.refusal is not None:
         return False
     if item.state == S.QUEUED:
         return item.start_deadline is None or parse_timestamp(item.start_deadline) > now
@@ -97,6 +101,10 @@ def decide_offer(view: View, command: Command) -> Decision:
     body = command.body
     item = require_item(view, body["work_item"])
     S.require_state(command.type, item.state, work_item=item.id)
+    corrected = body.get("contract") is not None and (
+        validate_contract(body["contract"]) != item.contract
+    )
+    require_offerable(item, corrected)
     if _owner_is_active(item, command.now):
         raise ProtocolError(
             ErrorCode.ILLEGAL_TRANSITION,
@@ -219,6 +227,7 @@ def decide_accept(view: View, command: Command) -> Decision:
             requirement="R10.1-05",
             details={"revision": item.revision},
         )
+    require_not_refused(item)  # R10.2-06: a refused revision is not taken on
     if item.open_questions:
         raise ProtocolError(
             ErrorCode.ILLEGAL_TRANSITION,

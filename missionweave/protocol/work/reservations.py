@@ -1,25 +1,31 @@
-"""Review reservations: ``review.reserve`` and ``review.release`` (advisory, R13.2-03).
+"""Review reservations: ``review.reserve`` and ``review.release`` (R13.2-03, issue 34).
 
-A reviewer about to judge a submission says so, so two people do not review one item at
-once. A reservation is advice, not a lock: it changes no state and nobody's right to record
-evidence, accept or fail the item. It lasts ``RESERVATION_SECONDS`` from the authority clock
-and expires by itself (a reader compares ``expires_at`` with now; nothing sweeps it). While it
-runs, nobody else may take it (``ILLEGAL_TRANSITION`` naming the holder); its holder may
-reserve again to extend it, or release it. A new submission, or the item leaving
-``submitted``, clears it. The item's owner never reserves its own review (R13.2-01).
+A reviewer about to judge a submission says so, so two people do not review one item at once
+and a person judging an item is not raced by an agent. A running reservation holds the
+decision for its holder: anyone else's ``work.accept_result`` or ``work.fail`` of the
+submission, and another person's ``evidence.record``, is ``REVIEW_RESERVED``
+(``assessment.decision_refusal``); evidence from the authority and agents stays welcome. It
+lasts ``RESERVATION_SECONDS`` from the authority clock and expires by itself (a reader
+compares ``expires_at`` with now; nothing sweeps it). While it runs, nobody else may take it
+(``ILLEGAL_TRANSITION`` naming the holder); its holder may reserve again to extend it, or
+release it, and its holder's decision ends it. So that nothing stalls, a human mission_owner
+may end someone else's running reservation, saying why (``reason``): ``review.released``
+records who ended it (``ended_by``). A new submission, or the item leaving ``submitted``,
+clears it. The item's owner never reserves its own review (R13.2-01).
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from .. import states as S
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, View
-from ..timefmt import format_timestamp, parse_timestamp
-from ..validation import check_fields, check_id, malformed
-from .assessment import require_current_submission, require_not_owner
+from ..identifiers import is_human
+from ..timefmt import format_timestamp
+from ..validation import check_fields, check_id, check_text, malformed
+from .assessment import live_reservation, require_current_submission, require_not_owner
 from .checks import require_item
 from .items import WorkItem
 
@@ -41,16 +47,10 @@ def validate_reserve(body: dict[str, Any]) -> None:
 
 
 def validate_release(body: dict[str, Any]) -> None:
-    check_fields(body, required=("work_item",))
+    check_fields(body, required=("work_item",), optional=("reason",))
     check_id(body["work_item"], "$.work_item")
-
-
-def live_reservation(item: WorkItem, now: datetime) -> dict[str, Any] | None:
-    """The item's reservation while it runs at ``now``, else ``None`` (expiry is by itself)."""
-    reservation = (item.review or {}).get("reservation")
-    if reservation is None or parse_timestamp(reservation["expires_at"]) <= now:
-        return None
-    return reservation
+    if "reason" in body:
+        check_text(body["reason"], "$.reason")
 
 
 def _reviewable(view: View, command: Command) -> WorkItem:
@@ -93,8 +93,10 @@ def decide_reserve(view: View, command: Command) -> Decision:
 
 
 def decide_release(view: View, command: Command) -> Decision:
-    """Only the holder releases a running reservation (``FORBIDDEN`` for anyone else); an
-    absent or expired one has nothing to release (``ILLEGAL_TRANSITION``, harmless)."""
+    """The holder releases a running reservation; a human mission_owner may end someone
+    else's, with a ``reason`` (``MALFORMED`` without one), recorded with ``ended_by``;
+    anyone else is ``FORBIDDEN``. An absent or expired reservation has nothing to release
+    (``ILLEGAL_TRANSITION``, harmless)."""
     item = _reviewable(view, command)
     held = live_reservation(item, command.now)
     if held is None:
@@ -104,14 +106,22 @@ def decide_release(view: View, command: Command) -> Decision:
             requirement="R13.2-03",
             details={"work_item": item.id, "reservation": None},
         )
+    payload: dict[str, Any] = {"work_item": item.id, "reviewer": held["reviewer"]}
     if held["reviewer"] != command.actor:
-        raise ProtocolError(
-            ErrorCode.FORBIDDEN,
-            f"{held['reviewer']} holds the reservation of {item.id}; only they release it",
-            requirement="R13.2-03",
-            details={"reserved_by": held["reviewer"], "expires_at": held["expires_at"]},
-        )
-    return Decision([NewEvent(RELEASED, {"work_item": item.id, "reviewer": command.actor})])
+        if not (is_human(command.actor) and "mission_owner" in command.actor_roles):
+            raise ProtocolError(
+                ErrorCode.FORBIDDEN,
+                f"{held['reviewer']} holds the reservation of {item.id}; only they, or a "
+                "mission owner saying why, release it",
+                requirement="R13.2-03",
+                details={"reserved_by": held["reviewer"], "expires_at": held["expires_at"]},
+            )
+        if "reason" not in command.body:
+            raise malformed("ending someone else's reservation says why", "$.reason", "R13.2-03")
+        payload["ended_by"] = command.actor
+    if "reason" in command.body:
+        payload["reason"] = command.body["reason"]
+    return Decision([NewEvent(RELEASED, payload)])
 
 
 def reservation_entry(payload: dict[str, Any], sequence: int) -> dict[str, Any]:

@@ -17,7 +17,9 @@ from ..validation import (
     malformed,
 )
 from .assessment import (
+    acceptance_refusal,
     check_producer_and_method,
+    decision_refusal,
     require_current_submission,
     require_not_owner,
 )
@@ -81,12 +83,15 @@ def validate_evidence_record(body: dict[str, Any]) -> None:
 
 def decide_evidence_record(view: View, command: Command) -> Decision:
     """R13.2-03, R13.2-04: evidence on the current submission, produced by its sender (the
-    authority's own for its checks), with its criterion's method; never by the item's owner."""
+    authority's own for its checks), with its criterion's method; never by the item's owner.
+    Another person's evidence waits for a running reservation's holder (``REVIEW_RESERVED``);
+    the authority's and agents' does not (issue 34)."""
     item = require_item(view, command.body["work_item"])
     S.require_state(command.type, item.state, work_item=item.id)
     require_not_owner(item, command.actor, "record a verdict on")
     require_current_submission(item, command.body)
     check_producer_and_method(item, command.body, command.actor, "$")
+    _raise(decision_refusal(item, command.actor, command.now, command.type))
     return Decision([NewEvent("evidence.recorded", dict(command.body))])
 
 
@@ -112,9 +117,18 @@ def validate_accept_result(body: dict[str, Any]) -> None:
         check_text(verdict["note"], f"{path}.note", empty=True)
 
 
+def _raise(refusal: ProtocolError | None) -> None:
+    if refusal is not None:
+        raise refusal
+
+
 def decide_accept_result(view: View, command: Command) -> Decision:
     """R10.2-12: verified on a review that passes every criterion; a ``human_review``
-    criterion needs a human mission_owner's review (wire.md §9)."""
+    criterion needs a human mission_owner's review (wire.md §9).
+
+    After the role and state checks, a running reservation by someone else, a check the
+    authority still owes and a check that did not pass refuse it in that order (issue 34,
+    R13.2-03): a review's ``pass`` never overrides the authority's own check."""
     item = require_item(view, command.body["work_item"])
     S.require_state(command.type, item.state, work_item=item.id)
     require_not_owner(item, command.actor, "accept the result of")
@@ -127,6 +141,7 @@ def decide_accept_result(view: View, command: Command) -> Decision:
             "a human_review criterion is accepted by a human mission_owner",
             requirement="R13.2-03",
         )
+    _raise(acceptance_refusal(item, command.actor, command.now))
     verdicts = {v["criterion"]: v["verdict"] for v in command.body["review"]["verdicts"]}
     missing = uncovered_criteria(item, verdicts)
     if missing:
@@ -201,6 +216,8 @@ def decide_fail(view: View, command: Command) -> Decision:
                 details={"work_item": item.id, "state": item.state, "allowed_from": [S.SUBMITTED]},
             )
         require_not_owner(item, command.actor, "fail the result of")
+    if item.state == S.SUBMITTED:  # issue 34: a running reservation's holder decides
+        _raise(decision_refusal(item, command.actor, command.now, command.type))
     if not command.body["evidence"]:
         raise evidence_missing(["failure evidence"], "a failure carries evidence", "R10.2-13")
     if path == "owner" and item.state == S.ACTIVE:

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from . import accounts
 
@@ -29,6 +29,10 @@ class TokenForm(forms.Form):
         max_length=accounts.LABEL_MAX,
         help_text="Where the token will be used, e.g. “laptop CLI” or “CI deploy”.",
     )
+
+
+#: the session key that carries a new token's secret from its POST to the one page showing it
+NEW_TOKEN_KEY = "dashboard_new_api_token"  # noqa: S105 - a session key, not a secret
 
 
 def _page(
@@ -60,7 +64,8 @@ def _back() -> HttpResponseRedirect:
 @never_cache
 @login_required
 def account(request: HttpRequest) -> HttpResponse:
-    return _page(request)
+    # a token created by the POST just before is shown here once, then gone from the session
+    return _page(request, new_token=request.session.pop(NEW_TOKEN_KEY, None))
 
 
 @never_cache
@@ -82,18 +87,29 @@ def password_change(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_create(request: HttpRequest) -> HttpResponse:
-    """The new secret appears in this response only (never stored, never cached, no redirect
-    that would have to carry it): reloading does not show it again."""
+    """Post/redirect/get (issue 34 §7): the token is created here and its secret carried in
+    the person's own session to the account page, which shows it once and forgets it. A
+    reload of that page re-sends nothing, so it never mints a second token, and never shows
+    the secret again (the registry keeps only its digest)."""
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, token_form=form, status=400)
-    token = accounts.create_token(request.user, form.cleaned_data["label"])
-    return _page(request, new_token=token)
+    request.session[NEW_TOKEN_KEY] = accounts.create_token(request.user, form.cleaned_data["label"])
+    return HttpResponseRedirect(reverse("dashboard:account") + "#new-token")
 
 
+@never_cache
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def token_revoke(request: HttpRequest, token: int) -> HttpResponse:
+    """Revoking is asked first (issue 34 §7): a page names the token and what stops working,
+    and only its second submit (``confirm``) revokes — scripts or not."""
+    if request.method == "GET" or request.POST.get("confirm") != "on":
+        return render(
+            request,
+            "dashboard/account/confirm-revoke.html",
+            {"token": accounts.token_of(request.user, token)},
+        )
     revoked = accounts.revoke_token(request.user, token)
     messages.success(request, f"Token “{revoked.label or 'unlabelled'}” was revoked.")
     return _back()

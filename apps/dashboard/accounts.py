@@ -36,13 +36,18 @@ def create_token(user: AbstractBaseUser, label: str) -> str:
     return token
 
 
+def token_of(user: AbstractBaseUser, token_id: int) -> ApiToken:
+    """One of the person's tokens; another person's id is a 404, as an unknown one."""
+    return get_object_or_404(ApiToken, pk=token_id, user=user)
+
+
 def revoke_token(user: AbstractBaseUser, token_id: int) -> ApiToken:
     """Delete one of the person's tokens; another person's id is a 404, as an unknown one.
 
     Deleting the row is the revocation: ``authenticate_bearer`` finds no digest and answers
     ``UNAUTHENTICATED`` from the next request on.
     """
-    token = get_object_or_404(ApiToken, pk=token_id, user=user)
+    token = token_of(user, token_id)
     token.delete()
     return token
 

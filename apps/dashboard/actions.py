@@ -2,8 +2,9 @@
 through the one write path, show the refusal or the confirmation, and go back.
 
 Every decision (membership, role, idempotency, the command's own rules) is the write
-path's; the form only shapes what the person typed. A refusal is shown as people read it —
-the wire.md §8 code, why, and the rule's R-ID — and nothing is appended. Success and
+path's; the form only shapes what the person typed. A refusal is shown as people read it — a
+sentence (``refusal_words``), with the wire.md §8 code, the rule's R-ID and the protocol's
+message in the page's collapsed technical details — and nothing is appended. Success and
 refusal both redirect back (post/redirect/get), only ever to a page of this site.
 """
 
@@ -25,6 +26,11 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import is_id
 
 from .access import access_membership
+from .refusal_words import form_problems, plain_refusal
+
+#: joins a flash message's technical parts in its ``extra_tags``: code, requirement, message
+#: (``templatetags.dashboard.flash_details`` splits them again)
+TECHNICAL_SEPARATOR = "\x1f"
 
 
 def new_command_id() -> str:
@@ -57,7 +63,8 @@ def submit_form(
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         show_refusal(
             request,
-            ProtocolError(ErrorCode.MALFORMED, f"the {what} form was incomplete: {problems}"),
+            ProtocolError(ErrorCode.MALFORMED, f"the {what} form is not valid: {problems}"),
+            words=form_problems(form),
         )
         return back
     command_id = form.cleaned_data.get("command_id")
@@ -76,7 +83,9 @@ def submit_form(
     return back
 
 
-def refused(request: HttpRequest, error: ProtocolError, back_url: str) -> HttpResponse:
+def refused(
+    request: HttpRequest, error: ProtocolError, back_url: str, *, words: str = ""
+) -> HttpResponse:
     """A refused form, answered as the refusal's own status class says.
 
     404 (an id this group does not have) is the site's 404, as for every page of the group.
@@ -89,15 +98,20 @@ def refused(request: HttpRequest, error: ProtocolError, back_url: str) -> HttpRe
         raise Http404(error.message)
     if error.status == 403:
         return render(
-            request, "dashboard/refused.html", {"error": error, "back": back_url}, status=403
+            request,
+            "dashboard/refused.html",
+            {"error": error, "words": words or plain_refusal(error), "back": back_url},
+            status=403,
         )
-    show_refusal(request, error)
+    show_refusal(request, error, words=words)
     return HttpResponseRedirect(back_url)
 
 
-def show_refusal(request: HttpRequest, error: ProtocolError) -> None:
-    """A refusal as people read it: the wire.md §8 code (the message's tag), why, the rule."""
-    messages.error(request, f"{error.message} ({error.requirement})", extra_tags=error.code.value)
+def show_refusal(request: HttpRequest, error: ProtocolError, *, words: str = "") -> None:
+    """A refusal as people read it: ``words`` (or the sentence ``refusal_words`` has for
+    it), its code, rule and protocol message kept for the collapsed technical details."""
+    technical = TECHNICAL_SEPARATOR.join((error.code.value, error.requirement, error.message))
+    messages.error(request, words or plain_refusal(error), extra_tags=technical)
 
 
 def _return_to(request: HttpRequest, default: str) -> str:

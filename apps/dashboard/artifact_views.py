@@ -41,6 +41,7 @@ from missionweave.protocol.canonical import DIGEST_PREFIX
 from . import previews
 from .access import access_membership
 from .preview_formats import image_type
+from .streaming import streamed
 
 #: the one answer for a digest that is malformed, not cited here, or not stored
 NOT_FOUND = "no such artifact"
@@ -171,7 +172,9 @@ def artifact_raw(request: HttpRequest, group: str, digest: str) -> HttpResponseB
         response = HttpResponse(data, content_type=image or "application/octet-stream")
     else:
         body = _HeldBack(verified.stored, digest, report)
-        response = StreamingHttpResponse(body, content_type=image or "application/octet-stream")
+        response = StreamingHttpResponse(
+            streamed(request, body), content_type=image or "application/octet-stream"
+        )
         response["Content-Length"] = str(verified.size)
     _raw_headers(response, filename=_filename(digest, image or declared))
     return response

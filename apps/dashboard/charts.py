@@ -137,6 +137,20 @@ def _fmt(value: float) -> str:
     return f"{value:.1f}".removesuffix(".0")
 
 
+def axis_labels(first: datetime, last: datetime) -> tuple[str, ...]:
+    """The time axis's two ends, never the same words twice (issue 34 §7): minutes when
+    they tell the ends apart, seconds when the charges fell in one minute, the day only on
+    the first end when both are on one day; one label alone when every charge has one time.
+    The times are UTC, said once, at the end."""
+    for clock in ("%H:%M", "%H:%M:%S"):
+        start, end = first.strftime(f"%m-%d {clock}"), last.strftime(f"%m-%d {clock}")
+        if start != end:
+            if first.date() == last.date():
+                end = last.strftime(clock)
+            return start, f"{end} UTC"
+    return (first.strftime("%m-%d %H:%M:%S UTC"),)
+
+
 def render_chart(line: BudgetLine, points: Sequence[UsagePoint], *, chart_id: str) -> str:
     """One dimension's step chart as ``<svg role="img">`` (``""`` while nothing is used:
     the caption says that alone)."""
@@ -182,12 +196,18 @@ def render_chart(line: BudgetLine, points: Sequence[UsagePoint], *, chart_id: st
             )
     first, last = points[0].recorded_at, points[-1].recorded_at
     if first is not None and last is not None:
-        parts.append(
-            f'<text class="chart__label" x="{PLOT_LEFT}" y="{HEIGHT - 4}">'
-            f"{first:%m-%d %H:%M}</text>"
-            f'<text class="chart__label" x="{PLOT_RIGHT}" y="{HEIGHT - 4}" text-anchor="end">'
-            f"{last:%m-%d %H:%M}</text>"
-        )
+        labels = axis_labels(first, last)
+        if len(labels) == 1:
+            parts.append(
+                f'<text class="chart__label" x="{_fmt(xs[0])}" y="{HEIGHT - 4}" '
+                f'text-anchor="middle">{labels[0]}</text>'
+            )
+        else:
+            parts.append(
+                f'<text class="chart__label" x="{PLOT_LEFT}" y="{HEIGHT - 4}">{labels[0]}</text>'
+                f'<text class="chart__label" x="{PLOT_RIGHT}" y="{HEIGHT - 4}" '
+                f'text-anchor="end">{labels[1]}</text>'
+            )
     parts.append("</svg>")
     return "".join(parts)
 

@@ -66,7 +66,7 @@ class RefuseExecutionForm(forms.Form):
     command_id = forms.RegexField(regex=ID_PATTERN, required=False, widget=forms.HiddenInput)
     comment = forms.CharField(
         max_length=10_000,
-        error_messages={"required": "a refusal says why: write what must change (R10.2-06)"},
+        error_messages={"required": "a refusal says why: write what must change"},
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Why it must not run (required)"}),
     )
 

@@ -231,6 +231,48 @@ def _clip(text: str, size: int) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
+#: where an id may be cut: a shared prefix is dropped up to one of these
+_SEPARATORS = "-_.:/"
+
+
+def _middle(text: str, size: int) -> str:
+    """``text`` in ``size`` characters, its start and its end kept (ids tell themselves apart
+    by their ends: ``…-part-1``, ``…-part-2``)."""
+    if len(text) <= size:
+        return text
+    head = (size - 1) // 2
+    return text[:head] + "…" + text[len(text) - (size - 1 - head) :]
+
+
+def node_labels(ids: Sequence[str], size: int = ID_CHARS) -> dict[str, str]:
+    """What each node's first line says: ids that fit, as they are; longer ones without the
+    prefix every id of the mission shares (``demo-wi-``), then cut in the middle, never at
+    the end — a cut at the end made ``report-2026-part-1`` and ``…-part-2`` the same box.
+    Two labels that still collide keep the ids' ends instead."""
+    if all(len(item) <= size for item in ids):
+        return {item: item for item in ids}
+    shared = ""
+    if len(ids) > 1:
+        common = ids[0]
+        for item in ids[1:]:
+            while not item.startswith(common):
+                common = common[:-1]
+        cut = max(common.rfind(sep) for sep in _SEPARATORS)
+        shared = common[: cut + 1] if cut >= 0 else ""
+    labels = {}
+    for item in ids:
+        rest = item[len(shared) :] if shared and len(item) > size else item
+        shown = ("…" + rest) if rest != item else rest
+        labels[item] = _middle(shown, size)
+    seen: dict[str, int] = {}
+    for label in labels.values():
+        seen[label] = seen.get(label, 0) + 1
+    for item, label in labels.items():
+        if seen[label] > 1:
+            labels[item] = "…" + item[len(item) - (size - 1) :]
+    return labels
+
+
 def summary(graph: GraphLayout, counts: Sequence[tuple[str, int]]) -> str:
     """What the picture shows, in one sentence (the SVG's ``aria-label``)."""
     states = ", ".join(f"{count} {state}" for state, count in counts) or "no WorkItems"
@@ -267,6 +309,7 @@ def render_svg(graph: GraphLayout, *, href: Callable[[str], str], label: str) ->
     )
     drawing.append('</g><g class="graph__nodes">')
     links = [f'<svg class="graph-links" aria-hidden="true" focusable="false" {size}>']
+    labels = node_labels([placed.node.id for placed in graph.nodes])
     for placed in graph.nodes:
         node = placed.node
         item, state = escape(node.id), escape(node.state)
@@ -276,7 +319,7 @@ def render_svg(graph: GraphLayout, *, href: Callable[[str], str], label: str) ->
             f'<g class="graph__node node--{state}" data-work-item="{item}" data-state="{state}">'
             f"<rect {box}/>"
             f'<text x="{x + 8}" y="{y + 16}" class="graph__id">'
-            f"{escape(_clip(node.id, ID_CHARS))}</text>"
+            f"{escape(labels[node.id])}</text>"
             f'<text x="{x + 8}" y="{y + 31}" class="graph__goal">'
             f"{escape(_clip(node.title, GOAL_CHARS))}</text>"
             f'<text x="{x + 8}" y="{y + 46}" class="graph__state">{state}</text></g>'

@@ -13,7 +13,9 @@ Four sections, each an answer to "what must I do?":
 - **missions** they may approve (``mission.approve``, R10.2-16): active missions whose every
   WorkItem has finished (R10.2-22);
 - **blocked** work in the missions they own: ``blocked`` WorkItems, queued ones whose
-  execution was refused, and ones waiting on a dependency that failed or was cancelled.
+  execution was refused (shown as "needs a corrected contract": a refused revision never
+  starts, only a new revision or a cancel moves it, issue 34 §4), and ones waiting on a
+  dependency that failed or was cancelled.
   A person owns the missions they created and, as a group's mission_owner, every mission of
   that group: missions are usually created by a coordinator agent on the owners' behalf.
 
@@ -371,15 +373,17 @@ def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
                 wants_resolution=not running and since is not None,
             )
         )
-    # R10.2-06: a refused revision cannot start, gated or not (work.start: APPROVAL_REQUIRED)
+    # R10.2-06: a refused revision cannot start, gated or not (work.start: APPROVAL_REQUIRED);
+    # the mission's owners correct the contract (a new revision) or cancel it
     refused = WorkItem.objects.filter(
-        group_id=group.id, state=S.QUEUED, data__refusal__principal__isnull=False
+        group_id=group.id, state__in=S.UNFINISHED, data__refusal__principal__isnull=False
     )
     if owned is not None:
         refused = refused.filter(mission__in=owned)
-    for work_item, mission, goal, urgency, deadline, refusal in refused.order_by("id").values_list(
-        "work_item_id", "mission", *TERMS, "data__refusal"
-    ):
+    rows = refused.order_by("id").values_list(
+        "work_item_id", "mission", "state", *TERMS, "data__refusal"
+    )
+    for work_item, mission, state, goal, urgency, deadline, refusal in rows:
         entries.append(
             BlockedEntry(
                 group=group,
@@ -387,10 +391,9 @@ def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
                 **_terms(goal, urgency, deadline),
                 since_sequence=refusal.get("sequence"),
                 work_item=work_item,
-                state=S.QUEUED,
-                reason=(
-                    f"execution refused by {refusal.get('principal')}: {refusal.get('comment', '')}"
-                ),
+                state=state,
+                reason="needs a corrected contract",
+                refusal=refusal,
             )
         )
     entries += _waiting_on_failures(group, owned)

@@ -178,12 +178,6 @@ class Reservation:
     def until_text(self) -> str:
         return self.until.strftime("%H:%M UTC")
 
-    @property
-    def name(self) -> str:
-        """How people call the holder: a person by their name ("Rita"), an agent by its id."""
-        kind, _, name = self.reviewer.partition(":")
-        return name.capitalize() if kind == "user" else self.reviewer
-
 
 @dataclass
 class ReviewEntry(Entry):
@@ -226,6 +220,23 @@ class BlockedEntry(Entry):
     #: blocked by its owner: what the owner said must happen (``required_resolution``,
     #: R11.4-04), read from the ``work.blocked`` event with the times
     wants_resolution: bool = False
+    #: the refusal of the current revision's execution ({principal, comment, recorded_at,
+    #: …}): the item waits for a corrected contract (issue 34 §4)
+    refusal: dict[str, Any] | None = None
+
+    @property
+    def needs_contract(self) -> bool:
+        return self.refusal is not None
+
+    @property
+    def refusal_details(self) -> list[tuple[str, str]]:
+        """The refusal's raw terms, for the entry's collapsed technical details."""
+        refusal = self.refusal or {}
+        return [
+            ("work item", self.work_item),
+            ("refused revision", str(refusal.get("revision", ""))),
+            ("event", f"#{refusal.get('sequence', '')}"),
+        ]
 
     @property
     def url(self) -> str:
@@ -268,3 +279,20 @@ class Inbox:
     @property
     def total(self) -> int:
         return sum(section.count for section in self.sections)
+
+    @property
+    def principals(self) -> set[str]:
+        """Everyone the shown entries name (``names.prime`` looks them up at once)."""
+        named: set[str] = {self.principal}
+        for section in self.sections:
+            for entry in section.entries:
+                for reservation in (
+                    getattr(entry, "reserved_by_other", None),
+                    getattr(entry, "reserved_by_viewer", None),
+                ):
+                    if reservation is not None:
+                        named.add(reservation.reviewer)
+                refusal = getattr(entry, "refusal", None)
+                if refusal:
+                    named.add(str(refusal.get("principal")))
+        return named

@@ -14,13 +14,14 @@ from django.urls import URLPattern, path
 
 from apps.ledger.write_path import Caller
 
-from . import inbox
+from . import inbox, names
 
 
 def _context(request: HttpRequest) -> dict[str, object]:
     # ``?show=<section>`` lists that section in full; the others show their first entries
     show = request.GET.get("show", "")
     found = inbox.inbox_of(Caller.for_user(request.user), show=show)
+    names.prime(found.principals)
     return {
         "inbox": found,
         "stream": {

@@ -21,7 +21,7 @@ ANY = ("", "any")
 def _principal(value: str) -> None:
     """wire.md §2: an owner is ``agent:<id>`` or ``user:<username>``."""
     if value and not is_principal(value):
-        raise forms.ValidationError("An owner is a principal, such as user:olivia or agent:a1.")
+        raise forms.ValidationError("Choose an owner from the list.")
 
 
 def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -29,7 +29,7 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.ledger import exports
 from apps.ledger.write_path import Caller, Outcome
@@ -38,8 +38,11 @@ from apps.registry.models import Group
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import ID_PATTERN, ROLES, is_id
 
-from . import memberships, selectors
+from . import memberships, names, selectors
 from .actions import new_command_id, refused, show_refusal
+from .names import display_name
+from .refusal_words import form_problems
+from .streaming import streamed
 
 _NOT_STAFF = ProtocolError(
     ErrorCode.FORBIDDEN,
@@ -47,20 +50,39 @@ _NOT_STAFF = ProtocolError(
     "staff-only commands",
     requirement="wire§4",
 )
+_NOT_STAFF_WORDS = "Only staff administer memberships: ask an administrator of the site."
+#: who a grant is for, as the form asks it: a person by username, an agent by its id
+KINDS = (("user", "A person (username)"), ("agent", "An agent (agent id)"))
 
 
 class GrantForm(forms.Form):
-    """``membership.grant``: a principal and the roles it is to hold (all of them: a grant to
-    a member replaces its roles, wire.md §2)."""
+    """``membership.grant``: who and the roles they are to hold (all of them: a grant to a
+    member replaces its roles, wire.md §2). Who is a kind and a name (the screen never asks
+    a person to type ``user:``), or the principal itself (the change-roles forms send it)."""
 
-    principal = forms.CharField(max_length=160)
+    principal = forms.CharField(max_length=160, required=False)
+    kind = forms.ChoiceField(choices=KINDS, required=False)
+    name = forms.CharField(max_length=150, required=False, label="username or agent id")
     roles = forms.MultipleChoiceField(choices=[(role, role) for role in ROLES])
     command_id = forms.RegexField(regex=ID_PATTERN, required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        principal = (data.get("principal") or "").strip()
+        name = (data.get("name") or "").strip()
+        if not principal and name:
+            principal = f"{data.get('kind') or 'user'}:{name}"
+        if not principal:
+            raise forms.ValidationError("Say who: a username or an agent id.", code="who")
+        data["principal"] = principal
+        return data
 
 
 class RevokeForm(forms.Form):
     principal = forms.CharField(max_length=160)
     command_id = forms.RegexField(regex=ID_PATTERN, required=False)
+    #: the second submit of the confirmation page; without it the page asks first
+    confirm = forms.BooleanField(required=False)
 
 
 def administered_group(request: HttpRequest, group_id: str) -> Group:
@@ -79,14 +101,13 @@ def administered_group(request: HttpRequest, group_id: str) -> Group:
 
 def _not_staff(request: HttpRequest, group_id: str) -> HttpResponse:
     back = reverse("dashboard:group", args=[group_id])
-    return render(
-        request, "dashboard/refused.html", {"error": _NOT_STAFF, "back": back}, status=403
-    )
+    return refused(request, _NOT_STAFF, back, words=_NOT_STAFF_WORDS)
 
 
 @login_required
 def members_page(request: HttpRequest, group: str) -> HttpResponse:
-    """Who holds which roles (epoch, since when), the forms, and the audit list."""
+    """Who holds which roles (since when), the forms, and the audit list; each person and
+    agent by name (one lookup for the page, ``names.prime``)."""
     try:
         group_row = administered_group(request, group)
     except PermissionError:
@@ -95,10 +116,17 @@ def members_page(request: HttpRequest, group: str) -> HttpResponse:
         before = selectors.before_parameter(request.GET.get("before"))
     except ValueError:
         return HttpResponseBadRequest("before is a positive integer")
+    members = memberships.members(group)
+    audit = memberships.audit_page(group, before=before)
+    names.prime(
+        [member.principal for member in members]
+        + [who for entry in audit.entries for who in (entry.actor, entry.principal)]
+    )
     context: dict[str, Any] = {
         "group": group_row,
-        "members": memberships.members(group),
-        "audit": memberships.audit_page(group, before=before),
+        "members": members,
+        "audit": audit,
+        "kinds": KINDS,
         "roles": ROLES,
         "command_id": new_command_id(),
         "return_to": reverse("dashboard:members", args=[group]),
@@ -119,7 +147,7 @@ def _submit(
             show_refusal(request, error)
             return HttpResponseRedirect(back)
         return refused(request, error, back)
-    messages.success(request, f"{confirm(outcome)} (epoch {outcome.body['result']['epoch']}).")
+    messages.success(request, f"{confirm(outcome)}.")
     return HttpResponseRedirect(back)
 
 
@@ -142,11 +170,14 @@ def member_grant(request: HttpRequest, group: str) -> HttpResponse:
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         show_refusal(
             request,
-            ProtocolError(ErrorCode.MALFORMED, f"the grant form was incomplete: {problems}"),
+            ProtocolError(ErrorCode.MALFORMED, f"the grant form is not valid: {problems}"),
+            words=form_problems(form),
         )
         return HttpResponseRedirect(reverse("dashboard:members", args=[group]))
-    principal = form.cleaned_data["principal"].strip()
+    principal = form.cleaned_data["principal"]
     roles = sorted(form.cleaned_data["roles"])
+    who = display_name(principal)
+    roles_said = ", ".join(role.replace("_", " ") for role in roles)
     return _submit(
         request,
         group,
@@ -157,26 +188,50 @@ def member_grant(request: HttpRequest, group: str) -> HttpResponse:
             command_id=_command_id(form),
         ),
         lambda outcome: (
-            f"Granted {', '.join(roles)} to {principal}"
+            f"Granted {roles_said} to {who}"
             if outcome.status == 201
-            else f"{principal} holds {', '.join(roles)}"
+            else f"{who} holds {roles_said}"
         ),
     )
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def member_revoke(request: HttpRequest, group: str) -> HttpResponse:
-    """``membership.revoke`` as the staff person (wire§4); the epoch survives (wire§2)."""
+    """``membership.revoke`` as the staff person (wire§4); the epoch survives (wire§2).
+
+    A revoke is asked first (issue 34 §7): the list's "Revoke…" opens a page that names who
+    loses which roles, and only its second submit (``confirm``) revokes — with scripts off
+    as well, since it is a page, not a dialog."""
     try:
-        administered_group(request, group)
+        group_row = administered_group(request, group)
     except PermissionError:
         return _not_staff(request, group)
-    form = RevokeForm(request.POST)
+    form = RevokeForm(request.POST if request.method == "POST" else request.GET)
+    back = reverse("dashboard:members", args=[group])
     if not form.is_valid():
-        show_refusal(request, ProtocolError(ErrorCode.MALFORMED, "the revoke form was incomplete"))
-        return HttpResponseRedirect(reverse("dashboard:members", args=[group]))
+        show_refusal(
+            request,
+            ProtocolError(ErrorCode.MALFORMED, "the revoke form names nobody"),
+            words="Nothing was revoked: the form did not say who.",
+        )
+        return HttpResponseRedirect(back)
     principal = form.cleaned_data["principal"]
+    if request.method == "GET" or not form.cleaned_data["confirm"]:
+        member = memberships.member(group, principal)
+        if member is None:
+            messages.info(request, f"{display_name(principal)} is not a member any more.")
+            return HttpResponseRedirect(back)
+        return render(
+            request,
+            "dashboard/memberships/confirm-revoke.html",
+            {
+                "group": group_row,
+                "member": member,
+                "command_id": form.cleaned_data.get("command_id") or new_command_id(),
+                "back": back,
+            },
+        )
     return _submit(
         request,
         group,
@@ -186,7 +241,7 @@ def member_revoke(request: HttpRequest, group: str) -> HttpResponse:
             principal=principal,
             command_id=_command_id(form),
         ),
-        lambda outcome: f"Revoked the membership of {principal}",
+        lambda outcome: f"Revoked the membership of {display_name(principal)}",
     )
 
 
@@ -202,7 +257,7 @@ def group_export(request: HttpRequest, group: str) -> HttpResponse:
     if exported is None:
         raise Http404("no such group")
     _log, lines = exported
-    response = StreamingHttpResponse(lines, content_type="application/jsonl")
+    response = StreamingHttpResponse(streamed(request, lines), content_type="application/jsonl")
     response["Content-Disposition"] = f'attachment; filename="{group}.export.jsonl"'
     return response
 
@@ -221,15 +276,14 @@ def create_group(request: HttpRequest) -> HttpResponse:
     caller = Caller.for_user(request.user)
     back = reverse("dashboard:groups")
     if not caller.is_staff:
-        return render(
-            request, "dashboard/refused.html", {"error": _NOT_STAFF, "back": back}, status=403
-        )
+        return refused(request, _NOT_STAFF, back, words=_NOT_STAFF_WORDS)
     form = GroupCreateForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         show_refusal(
             request,
-            ProtocolError(ErrorCode.MALFORMED, f"the group form was incomplete: {problems}"),
+            ProtocolError(ErrorCode.MALFORMED, f"the group form is not valid: {problems}"),
+            words=form_problems(form),
         )
         return HttpResponseRedirect(back)
     try:

@@ -32,6 +32,11 @@ class MemberRow:
     roles_since: datetime | None
 
     @property
+    def technical(self) -> list[tuple[str, str]]:
+        """The membership's epoch, for the collapsed technical details."""
+        return [("membership epoch", str(self.epoch))]
+
+    @property
     def role_choices(self) -> list[tuple[str, bool]]:
         """Every role with whether this member holds it, for the change-roles checkboxes."""
         return [(role, role in self.roles) for role in ROLES]
@@ -50,6 +55,16 @@ class AuditEntry:
     @property
     def verb(self) -> str:
         return self.type.removeprefix("membership.")
+
+    @property
+    def technical(self) -> list[tuple[str, str]]:
+        """The event's raw terms, for the collapsed technical details."""
+        return [
+            ("event", self.type),
+            ("by", self.actor),
+            ("principal", self.principal),
+            ("membership epoch", str(self.epoch)),
+        ]
 
 
 @dataclass(frozen=True)
@@ -88,10 +103,18 @@ def audit_page(group_id: str, *, before: int | None = None) -> AuditPage:
     return AuditPage(entries=entries, older_before=older)
 
 
-def members(group_id: str) -> list[MemberRow]:
-    """The active members with their roles and epochs (the projection) and since when (the
-    times of their membership events)."""
-    rows = list(Membership.objects.filter(group_id=group_id, active=True).order_by("principal"))
+def member(group_id: str, principal: str) -> MemberRow | None:
+    """One active member of the group (the revoke confirmation names their roles)."""
+    return next(iter(members(group_id, only=principal)), None)
+
+
+def members(group_id: str, *, only: str | None = None) -> list[MemberRow]:
+    """The active members (or the one ``only`` names) with their roles and epochs (the
+    projection) and since when (the times of their membership events)."""
+    active = Membership.objects.filter(group_id=group_id, active=True)
+    if only is not None:
+        active = active.filter(principal=only)
+    rows = list(active.order_by("principal"))
     since: dict[str, datetime] = {}
     roles_since: dict[str, datetime] = {}
     events = (
@@ -102,6 +125,8 @@ def members(group_id: str) -> list[MemberRow]:
         .values_list("sequence", "actor", "recorded_at", "document")
     )
     wanted = {row.principal for row in rows}
+    if not wanted:
+        return []
     for row in events.iterator():
         entry = _entry(*row)
         if entry.principal not in wanted:

@@ -15,8 +15,9 @@ from django.shortcuts import render
 
 from apps.ledger.write_path import Caller
 from apps.registry.models import Organization
+from missionweave.protocol.identifiers import AUTHORITY
 
-from . import listings, membership_views, selectors, work
+from . import listings, membership_views, names, selectors, work
 from .access import access_membership
 from .work_views import work_context
 
@@ -55,13 +56,18 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
     if at is not None:
         before = at + 1
     page = selectors.timeline_page(group, before=before)
+    context = work_context(request, membership)
+    # every member's name, once: the log names them, and so do events that arrive live
+    named = names.book(
+        [*context["members"], AUTHORITY, *(event.actor for event in page.checked.events)]
+    )
     return render(
         request,
         "dashboard/group-detail.html",
         {
             # Read after the timeline: the projections are at least as new as its head, and
             # every later event reaches the page over the stream, which refreshes them.
-            **work_context(request, membership),
+            **context,
             "group": membership.group,
             "membership": membership,
             "page": page,
@@ -77,6 +83,7 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
                 "anchor_hash": page.checked.anchor_hash,
                 "documents": page.documents_oldest_first,
                 "queue_families": work.LIVE_FAMILIES,
+                "names": named,
             },
         },
     )

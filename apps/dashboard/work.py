@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BigIntegerField, F, Func, IntegerField, QuerySet, Value
+from django.db.models import BigIntegerField, F, Func, IntegerField, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.db.models.sql.compiler import SQLCompiler
@@ -36,6 +36,7 @@ from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import Offer, work_item_key
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
+from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
 from .timeline import event_family
 from .work_item_cards import Execution, execution_of
 
@@ -144,11 +145,17 @@ class WorkItemView:
 
 
 def is_waiting_for_approval(item: WorkItemState) -> bool:
-    """Queued, gated (R10.2-06), and short of grants for the current revision: the items a
-    page asks mission owners to approve (a further grant would be accepted, but is not
-    asked for)."""
+    """Queued, gated (R10.2-06), short of grants for the current revision, and not refused:
+    the items a page asks mission owners to approve (a further grant would be accepted, but
+    is not asked for). A refused revision waits for a corrected contract, not for approvals
+    (issue 34 §4): nobody decides it again."""
     needed = approvals_required(item)
-    return item.state == S.QUEUED and needed > 0 and len(item.approvals) < needed
+    return (
+        item.state == S.QUEUED
+        and needed > 0
+        and len(item.approvals) < needed
+        and item.refusal is None
+    )
 
 
 def _approval_refusal(group_id: str, item: WorkItemState, viewer: Viewer) -> ProtocolError | None:
@@ -228,7 +235,8 @@ def _waiting_rows(group_id: str) -> QuerySet[WorkItem]:
     decodes no contract and a page reads only its own rows (~25 ms for 10,000 waiting). The
     index's predicate repeats these expressions: change one, change the other
     (``tests/dashboard/test_work_reads.py`` checks the plans, and that this agrees with
-    ``is_waiting_for_approval``).
+    ``is_waiting_for_approval``). "Not refused" (issue 34 §4) is the one condition outside the
+    predicate: it is checked on the index's own rows, of which refused ones are few.
     """
     return (
         WorkItem.objects.filter(
@@ -243,6 +251,8 @@ def _waiting_rows(group_id: str) -> QuerySet[WorkItem]:
             ),
         )
         .filter(granted__lt=F("needed"))
+        # a refused revision waits for a corrected contract (JSON null, or no key at all)
+        .filter(Q(data__refusal=None) | Q(data__refusal__isnull=True))
     )
 
 
@@ -336,10 +346,43 @@ class WorkItemPage:
     execution: Execution  # leases, budgets up the ancestry, late results, retries
     history: tuple[HistoryEntry, ...]  # newest first
     messages: tuple[Message, ...]  # oldest first
+    #: every artifact the page names (inputs, checkpoint, late results) by digest
+    facts: dict[str, ArtifactFacts] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> list[ArtifactFacts]:
+        """The contract's inputs by what they are (issue 34 §6), in contract order."""
+        digests, _names = contract_inputs(self.item.contract)
+        return [self.facts[digest] for digest in digests if digest in self.facts]
 
     @property
     def item(self) -> WorkItemState:
         return self.view.item
+
+    @property
+    def technical(self) -> tuple[tuple[str, str], ...]:
+        """The protocol's words for the item, for its collapsed technical details (a person
+        reads the names and the revision above them)."""
+        item = self.item
+        return (
+            ("work item", item.id),
+            ("owner", item.owner or "none"),
+            ("ownership epoch", str(item.ownership_epoch)),
+            ("authorised by", item.authorized_by),
+            ("contract schema", str(item.contract.get("schema", ""))),
+        )
+
+    @property
+    def principals(self) -> set[str]:
+        """Everyone the page names, looked up in one go (``names.prime``)."""
+        item = self.item
+        named = {item.owner, item.authorized_by, item.proposed_by, *item.former_owners}
+        named |= set(item.approvals) | {offer.worker for offer in item.offers}
+        named |= {entry.actor for entry in self.history}
+        named |= {str(entry.get("principal")) for entry in item.approval_log}
+        if item.refusal:
+            named.add(str(item.refusal.get("principal")))
+        return {principal for principal in named if principal}
 
 
 def _recorded_at(document: dict[str, Any]) -> datetime | None:
@@ -415,7 +458,12 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
                 open=payload.get("message") in item.open_questions,
             )
         )
+    inputs, input_names = contract_inputs(item.contract)
+    named = [*inputs, *((item.last_checkpoint or {}).get("artifacts") or ())]
+    named += [digest for late in item.late_result_log for digest in late.get("artifacts", ())]
+    facts = artifact_facts(group_id, named, names=input_names)
     return WorkItemPage(
+        facts={found.digest: found for found in facts},
         view=view,
         mission=Mission.objects.filter(group_id=group_id, mission_id=item.mission).first(),
         needed_by=tuple(Dependency(other, state) for other, state in dependents),

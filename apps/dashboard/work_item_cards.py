@@ -216,6 +216,15 @@ class LateResult:
     artifacts: tuple[str, ...]
     recorded_at: str | None
 
+    @property
+    def technical(self) -> list[tuple[str, str]]:
+        """Its raw terms, for the collapsed technical details (a person reads the name)."""
+        return [
+            ("former owner", self.former_owner),
+            ("lease", self.lease_id or "none"),
+            *(("artifact", digest) for digest in self.artifacts),
+        ]
+
 
 @dataclass(frozen=True)
 class Execution:
@@ -255,7 +264,8 @@ def execution_of(group_id: str, item: WorkItemState, *, now: datetime | None = N
         retry=Countdown(item.retry_at, now, "due now") if item.retry_at else None,
         start_by=(
             Countdown(item.start_deadline, now, "missed")
-            if item.start_deadline and item.state == S.QUEUED
+            # a refused revision waits for a corrected contract: its start-by clock stops
+            if item.start_deadline and item.state == S.QUEUED and item.refusal is None
             else None
         ),
         attempts=item.attempts,

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from apps.ledger.write_path import Caller, Outcome
 from apps.registry.models import Membership
 
-from . import listings, selectors, work
+from . import listings, names, selectors, work
 from .access import access_membership
 from .actions import submit_form
 from .forms import GrantExecutionForm, revision_decision
@@ -72,6 +72,7 @@ def _item_context(request: HttpRequest, group: str, work_item: str) -> dict[str,
     page = work.work_item_page(group, work_item, viewer=_viewer(request, membership))
     if page is None:
         raise Http404("no such WorkItem")
+    names.prime(page.principals)
     return {
         "group": membership.group,
         "membership": membership,

@@ -124,7 +124,7 @@ function followNewest(follower) {
     queue = queue.then(async () => {
       const verdict = await follower.next(event);
       document.getElementById("timeline-empty")?.remove();
-      timeline.prepend(renderLiveEvent(template, event, verdict));
+      timeline.prepend(renderLiveEvent(template, event, verdict, data.names));
       // The page keeps its size however long it stays open: the oldest event goes.
       const shown = timeline.querySelectorAll("li.event");
       if (shown.length > data.page_size) shown[shown.length - 1].remove();

@@ -2,6 +2,11 @@
 // an event that may change what waits for them arrives in any of those groups (work,
 // approvals, missions, reviews, evidence, memberships). The browser never decides what is
 // in the inbox; the server renders it again. Countdowns and "waiting since" keep ticking.
+//
+// A refresh is brought in in place (morph.js): the link or button a person is on keeps the
+// focus, the page does not scroll, open disclosures stay open (issue 34 §5). What changed is
+// said once, politely (#inbox-announcer, aria-live). An entry that left while it had the
+// focus hands it to its section's heading, never to <body>.
 
 import { connectionStatus, followWhileShown } from "./connection.js";
 import { keepCountingDown, tick } from "./countdown.js";
@@ -12,12 +17,48 @@ import { keepRelativeTimesFresh, refreshRelativeTimes } from "./times.js";
 const data = JSON.parse(document.getElementById("inbox-data").textContent);
 const showConnection = connectionStatus(document.getElementById("connection-status"));
 
+const announcer = document.getElementById("inbox-announcer");
+
+function counts(root) {
+  const found = new Map();
+  for (const section of root.querySelectorAll("[data-section]")) {
+    const title = section.querySelector("h2")?.firstChild?.textContent.trim() || section.dataset.section;
+    found.set(section.dataset.section, { title, count: Number(section.dataset.count) });
+  }
+  return found;
+}
+
+let shown = counts(document.getElementById("inbox-sections"));
+let focusedSection = null;
+document.getElementById("inbox-sections").addEventListener("focusin", (event) => {
+  focusedSection = event.target.closest("[data-section]")?.dataset.section || null;
+});
+
+function announceChanges(root) {
+  const now = counts(root);
+  const said = [];
+  for (const [key, { title, count }] of now) {
+    const before = shown.get(key);
+    if (before && before.count !== count) said.push(`${title}: ${count} (was ${before.count})`);
+  }
+  shown = now;
+  if (said.length) announcer.textContent = `Inbox updated. ${said.join("; ")}.`;
+}
+
+function keepFocus(root, focused) {
+  if (!focused || document.contains(focused) || !focusedSection) return;
+  root.querySelector(`[data-section="${focusedSection}"] h2`)?.focus({ preventScroll: true });
+}
+
 const sections = new LiveSection({
   elementId: "inbox-sections",
   families: data.families,
-  onSwap: (fresh) => {
-    tick(fresh);
-    refreshRelativeTimes(fresh);
+  inPlace: true,
+  onSwap: (root, focused) => {
+    tick(root);
+    refreshRelativeTimes(root);
+    keepFocus(root, focused);
+    announceChanges(root);
   },
 });
 

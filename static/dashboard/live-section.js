@@ -3,6 +3,8 @@
 // one request at a time, the last one always after the last event) and swaps it in, keeping
 // whatever the person was typing into its forms.
 
+import { morph } from "./morph.js";
+
 const DEBOUNCE_MS = 150;
 
 function familyOf(type) {
@@ -72,12 +74,16 @@ export function leavingTracker() {
 export class LiveSection {
   // elementId: the section's root (it carries data-refresh-url; the response's root has the
   // same id). families: event-type prefixes that matter. matches(event): a finer filter.
-  // onSwap(fresh): called with the new root once it is in the page.
-  constructor({ elementId, families, matches = () => true, onSwap = () => {} }) {
+  // onSwap(fresh, focused): called with the new root once it is in the page (and, inPlace,
+  // the element that had the focus before the update). inPlace: update the
+  // section where it is (morph.js), so the focused element, the scroll position and open
+  // disclosures are kept whatever the person was on (not only the form fields).
+  constructor({ elementId, families, matches = () => true, onSwap = () => {}, inPlace = false }) {
     this.elementId = elementId;
     this.families = new Set(families);
     this.matches = matches;
     this.onSwap = onSwap;
+    this.inPlace = inPlace;
     this.page = leavingTracker();
     this.schedule = debouncedOneAtATime(() => this.refresh());
   }
@@ -102,6 +108,13 @@ export class LiveSection {
     holder.innerHTML = html;
     const fresh = holder.content.getElementById(this.elementId);
     if (!current || !fresh) return;
+    if (this.inPlace) {
+      const focused = document.activeElement;
+      morph(current, fresh);
+      this.onSwap(current, focused);
+      current.dataset.refreshedAt = new Date().toISOString();
+      return;
+    }
     replacePreserving(current, fresh);
     this.onSwap(fresh);
     fresh.dataset.refreshedAt = new Date().toISOString();

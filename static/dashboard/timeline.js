@@ -3,6 +3,16 @@
 
 import { absoluteTime, relativeTime } from "./times.js";
 
+// A principal as people read it: the name the server gave the page (names: principal ->
+// name), else the part after "user:" / "agent:" — never the prefix (issue 34 §6).
+export function nameOf(principal, names = {}) {
+  if (names[principal]) return names[principal];
+  if (principal === "authority") return "the authority";
+  const text = String(principal);
+  const colon = text.indexOf(":");
+  return colon > 0 ? text.slice(colon + 1) : text;
+}
+
 // Same families as apps/dashboard/timeline.py FAMILIES: they pick the badge colour.
 const FAMILIES = new Set([
   "mission", "work", "membership", "lease", "approval", "artifact", "evidence", "context",
@@ -44,7 +54,7 @@ export function markBrowserVerdict(item, verdict) {
 }
 
 // A live event: only the browser has checked it.
-export function renderLiveEvent(template, event, verdict) {
+export function renderLiveEvent(template, event, verdict, names = {}) {
   const item = template.content.firstElementChild.cloneNode(true);
   item.dataset.sequence = String(event.sequence);
   item.id = "event-" + event.sequence;
@@ -58,12 +68,15 @@ export function renderLiveEvent(template, event, verdict) {
   badge.textContent = event.type;
   const label = verdict === "verified" ? "✓ verified in browser" : LABELS[verdict];
   setVerdictChip(item, verdict, label);
-  const time = field(item, "time");
-  time.setAttribute("datetime", event.recorded_at);
-  time.title = event.recorded_at;
+  field(item, "time").setAttribute("datetime", event.recorded_at);
   field(item, "relative").textContent = relativeTime(new Date(event.recorded_at));
-  field(item, "absolute").textContent = absoluteTime(event.recorded_at);
-  field(item, "actor").textContent = event.actor;
+  // UTC until local-time.js sees the item arrive and writes the viewer's own time
+  const absolute = field(item, "absolute");
+  absolute.setAttribute("datetime", event.recorded_at);
+  absolute.title = absoluteTime(event.recorded_at);
+  absolute.textContent = absoluteTime(event.recorded_at);
+  field(item, "actor").textContent = nameOf(event.actor, names);
+  field(item, "actor-principal").textContent = event.actor;
   field(item, "command_id").textContent = event.command_id;
   field(item, "payload").textContent = JSON.stringify(event.payload, null, 2);
   field(item, "event_id").textContent = event.event_id;

@@ -38,8 +38,14 @@ def test_account_page_lists_only_the_persons_tokens_and_needs_login(dash: Dashbo
 
 
 def test_a_new_token_is_shown_once_and_only_its_hash_is_stored(dash: Dashboard) -> None:
+    """Post/redirect/get (issue 34 §7): the POST mints and redirects; the page it lands on
+    shows the secret once; a reload shows it no more and mints nothing."""
     client = logged_in(dash.maria)
-    response = client.post("/account/tokens/", {"label": "CI deploy"})
+    before = ApiToken.objects.filter(user=_user(dash.maria.username)).count()
+    created = client.post("/account/tokens/", {"label": "CI deploy"})
+    assert created.status_code == 302
+    assert created["Location"] == "/account/#new-token"
+    response = client.get("/account/")
     assert response.status_code == 200
     html = response.content.decode()
     token = html.split("data-token", 1)[0].rsplit('value="', 1)[1].split('"', 1)[0]
@@ -50,7 +56,10 @@ def test_a_new_token_is_shown_once_and_only_its_hash_is_stored(dash: Dashboard) 
     assert token not in stored.token_hash
     # the secret authenticates as the person, and it is never shown again
     assert authenticate_bearer(token).caller.principal == f"user:{dash.maria.username}"
-    assert token not in client.get("/account/").content.decode()
+    reloaded = client.get("/account/")
+    assert token not in reloaded.content.decode()
+    assert 'id="new-token"' not in reloaded.content.decode()
+    assert ApiToken.objects.filter(user=_user(dash.maria.username)).count() == before + 1
     assert "no-store" in response["Cache-Control"]
 
 
@@ -67,10 +76,16 @@ def test_revoking_a_token_stops_it_and_another_persons_token_is_404(dash: Dashbo
     client = logged_in(dash.maria)
     their_row = ApiToken.objects.get(token_hash=token_digest(theirs))
     assert client.post(f"/account/tokens/{their_row.pk}/revoke/").status_code == 404
+    assert client.get(f"/account/tokens/{their_row.pk}/revoke/").status_code == 404
     assert ApiToken.objects.filter(pk=their_row.pk).exists()
     my_row = ApiToken.objects.get(token_hash=token_digest(mine))
-    assert client.get(f"/account/tokens/{my_row.pk}/revoke/").status_code == 405
-    response = client.post(f"/account/tokens/{my_row.pk}/revoke/", follow=True)
+    # asked first, on a page of its own: neither opening it nor a POST without confirm revokes
+    asked = client.get(f"/account/tokens/{my_row.pk}/revoke/")
+    assert asked.status_code == 200
+    assert "Revoke the token “mine”?" in asked.content.decode()
+    assert client.post(f"/account/tokens/{my_row.pk}/revoke/").status_code == 200
+    assert ApiToken.objects.filter(pk=my_row.pk).exists()
+    response = client.post(f"/account/tokens/{my_row.pk}/revoke/", {"confirm": "on"}, follow=True)
     assert response.status_code == 200
     assert "was revoked" in response.content.decode()
     assert not ApiToken.objects.filter(pk=my_row.pk).exists()

@@ -8,6 +8,7 @@ import re
 from apps.dashboard.charts import (
     PLOT_BOTTOM,
     PLOT_TOP,
+    axis_labels,
     budget_charts,
     chart_summary,
     number,
@@ -15,6 +16,7 @@ from apps.dashboard.charts import (
     series_by_dimension,
 )
 from apps.dashboard.work_item_cards import BudgetLine
+from missionweave.protocol.timefmt import parse_timestamp
 
 SERIES = [
     [12, "2026-12-01T10:00:00Z", {"tokens": 1000}],
@@ -82,8 +84,8 @@ def test_the_used_line_is_a_staircase_under_the_limit_line() -> None:
     assert limit is not None
     assert float(limit.group(1)) < min(levels)
     assert "chart__over" not in svg
-    assert "12-01 10:00" in svg
-    assert "12-01 11:00" in svg
+    assert ">12-01 10:00<" in svg
+    assert ">11:00 UTC<" in svg  # one day: the day once, the zone once
 
 
 def test_use_above_the_limit_is_drawn_again_and_said_in_words() -> None:
@@ -112,3 +114,38 @@ def test_the_summary_escapes_and_names_every_part() -> None:
     assert chart_summary(BudgetLine("tokens", 0, 10), ()) == (
         "tokens: 0 of 10 used (0%); no charge recorded yet."
     )
+
+
+def _labels(svg: str) -> list[str]:
+    return [label for label in re.findall(r'class="chart__label"[^>]*>([^<]*)<', svg)
+            if not label.startswith("limit")]  # fmt: skip
+
+
+def test_the_time_axis_never_says_the_same_thing_at_both_ends() -> None:
+    """Issue 34 §7: charges within one minute are told apart by their seconds; within one
+    day the day is said once; one moment alone is one label."""
+    at = parse_timestamp
+    assert axis_labels(at("2026-12-01T10:00:05Z"), at("2026-12-01T10:00:40Z")) == (
+        "12-01 10:00:05",
+        "10:00:40 UTC",
+    )
+    assert axis_labels(at("2026-12-01T10:00:00Z"), at("2026-12-02T09:00:00Z")) == (
+        "12-01 10:00",
+        "12-02 09:00 UTC",
+    )
+    assert axis_labels(at("2026-12-01T10:00:00Z"), at("2026-12-01T10:00:00Z")) == (
+        "12-01 10:00:00 UTC",
+    )
+    same_minute = [
+        [3, "2026-12-01T10:00:05Z", {"tokens": 10}],
+        [4, "2026-12-01T10:00:40Z", {"tokens": 20}],
+    ]
+    labels = _labels(
+        charts_by_dimension({"tokens": 100}, {"tokens": 20}, same_minute)["tokens"].svg
+    )
+    assert len(labels) == len(set(labels)) == 2
+    one_moment = [
+        [3, "2026-12-01T10:00:05Z", {"tokens": 10}],
+        [4, "2026-12-01T10:00:05Z", {"tokens": 20}],
+    ]
+    assert len(_labels(charts_by_dimension({}, {"tokens": 20}, one_moment)["tokens"].svg)) == 1

@@ -13,6 +13,7 @@ from apps.dashboard.graph import (
     GraphLayout,
     GraphNode,
     layout,
+    node_labels,
     render_list,
     render_svg,
     summary,
@@ -160,3 +161,25 @@ def test_the_list_reads_the_graph_in_the_same_order_with_what_each_waits_for() -
     assert [re.search(r">([a-c])</a>", entry).group(1) for entry in entries] == ["a", "b", "c"]  # type: ignore[union-attr]
     assert entries[2].endswith("; waits for a, b")
     assert '<a href="/groups/g/work-items/c/">c</a>' in entries[2]
+
+
+def test_nodes_whose_ids_share_a_long_prefix_stay_distinguishable() -> None:
+    """Issue 34 §7: ids that differ only at the end are cut in the middle, the prefix every
+    node shares dropped, so no two boxes read the same."""
+    ids = [f"demo-wi-quarterly-incident-report-part-{n}" for n in range(1, 13)]
+    ids += ["demo-wi-quarterly-incident-report-summary", "demo-wi-x"]
+    graph = layout([node(item) for item in ids])
+    markup = render_svg(graph, href=href, label="graph")
+    shown = re.findall(r'class="graph__id">([^<]*)</text>', markup)
+    assert len(shown) == len(ids)
+    assert len(set(shown)) == len(ids), shown
+    assert all(len(label) <= 24 for label in shown)
+    assert "demo-wi-x" in shown  # a short id stays as it is
+    assert any(label.endswith("part-12") for label in shown)
+
+
+def test_node_labels_keep_short_ids_whole_and_fall_back_to_the_ends_on_a_collision() -> None:
+    assert node_labels(["a", "b"]) == {"a": "a", "b": "b"}
+    twins = ["x" * 30 + "-1", "x" * 30 + "-2"]
+    labels = node_labels(twins)
+    assert labels[twins[0]] != labels[twins[1]]

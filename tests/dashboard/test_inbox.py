@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -122,10 +123,12 @@ def test_an_empty_inbox_says_what_would_appear_in_each_section(dash: Dashboard) 
 
 
 def test_a_person_in_no_group_is_told_so(dash: Dashboard) -> None:
-    """wire§2: nina belongs to no group: the inbox says so and names her principal."""
+    """wire§2: nina belongs to no group: the inbox says so and names the username an admin
+    grants a membership to — never the ``user:`` principal (issue 34 §6)."""
     html = inbox_html(dash.nina)
     assert "not a member of any group" in html
-    assert "user:nina" in html
+    assert "by your username, <code>nina</code>" in html
+    assert "user:nina" not in html
     assert "g-research" not in html
 
 
@@ -252,14 +255,17 @@ def test_a_criterion_judged_by_a_person_no_longer_waits(people: People) -> None:
 
 
 def test_a_review_reserved_by_another_reviewer_says_who_and_until_when(people: People) -> None:
-    """R13.2-03: the advisory reservation shows in the others' inboxes ("Rita is reviewing,
-    until 18:22"), in the holder's as their own."""
+    """R13.2-03: the reservation shows in the others' inboxes by the holder's name and until
+    when, in the viewer's local time ("Rita Quinn is reviewing, until …"), in the holder's as
+    their own."""
+    get_user_model().objects.filter(username="rita").update(first_name="Rita", last_name="Quinn")
     _mission, item = submitted(people)
     outcome = wf.submit(people.rita, people.group, "review.reserve", {"work_item": item})
     assert outcome.status in (200, 201)
 
     entry = element(section(inbox_html(people.world.olga), "reviews"), "data-work-item", item)
-    assert re.search(r"Rita is reviewing, until \d\d:\d\d UTC", text(entry))
+    assert re.search(r"Rita Quinn is reviewing, until \d{4}-\d\d-\d\d \d\d:\d\d UTC", text(entry))
+    assert 'data-local-time="datetime"' in entry
     own = element(section(inbox_html(people.rita), "reviews"), "data-work-item", item)
     assert "You are reviewing it" in text(own)
 
@@ -283,7 +289,7 @@ def test_an_active_mission_whose_work_has_all_finished_waits_for_final_approval(
 
     html = inbox_html(world.olga)
     assert entries(html, "missions") == [mission]
-    assert "2 WorkItems finished" in text(section(html, "missions"))
+    assert "2 work items finished" in text(section(html, "missions"))
     assert entries(inbox_html(people.rita), "missions") == []
 
 
@@ -324,8 +330,9 @@ def test_blocked_work_and_work_waiting_on_a_failed_dependency_show_in_owners_inb
 
 
 def test_a_refused_execution_shows_as_blocked_with_who_refused_and_why(people: People) -> None:
-    """R10.2-06: a refused revision cannot start: its mission's owners see who refused it
-    and the reason; it is nobody's approval to give any more."""
+    """R10.2-06, issue 34 §4: a refused revision cannot start: its mission's owners see it as
+    "needs a corrected contract", with who refused it, when and why; it is nobody's approval
+    to give any more."""
     _mission, item = gated_item(people)
     wf.submit(
         people.world.olga,
@@ -337,7 +344,8 @@ def test_a_refused_execution_shows_as_blocked_with_who_refused_and_why(people: P
     html = inbox_html(people.petra)
     assert entries(html, "approvals") == []
     entry = text(element(section(html, "blocked"), "data-work-item", item))
-    assert "Execution refused by user:olga: too broad: name the tables" in entry
+    assert "needs a corrected contract" in entry
+    assert re.search(r"Execution refused by olga, [-\d: ]+UTC ?: too broad: name the tables", entry)
 
 
 # --- live refresh and cost ----------------------------------------------------------------------
@@ -481,4 +489,6 @@ def test_a_refused_item_without_an_approval_gate_is_blocked_too(people: People) 
         {"work_item": item, "contract_revision": 1, "comment": "wrong data set"},
     )
     entry = text(element(section(inbox_html(world.olga), "blocked"), "data-work-item", item))
-    assert "Execution refused by user:petra: wrong data set" in entry
+    assert "needs a corrected contract" in entry
+    assert "Execution refused by petra" in entry
+    assert "wrong data set" in entry

@@ -98,10 +98,12 @@ def test_group_list_shows_only_groups_with_an_active_membership(dash: Dashboard)
 
 
 def test_a_user_in_no_group_is_told_so(dash: Dashboard) -> None:
-    """wire§2: nina (no membership) sees an empty list that names her principal."""
+    """wire§2: nina (no membership) sees an empty list that names her username, which an
+    admin grants a membership to (never the ``user:`` principal, issue 34 §6)."""
     html = logged_in(dash.nina).get("/groups/").content.decode()
     assert "not a member of any group" in html
-    assert "user:nina" in html
+    assert "<code>nina</code>" in html
+    assert "user:nina" not in html
     assert "g-research" not in html
 
 

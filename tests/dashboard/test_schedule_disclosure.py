@@ -78,7 +78,8 @@ def test_the_work_item_page_shows_the_latest_schedule_from_the_worker(dash: Dash
     assert text(element(html, "data-field", "schedule-capacity")) == "busy"
     computed = text(element(html, "data-field", "schedule-computed"))
     assert computed == f"{COMPUTED:%Y-%m-%d %H:%M:%S} UTC in 0.003 s"
-    assert world.w2.principal in card
+    assert "disclosed w2 ·" in card  # by the agent card's name
+    assert world.w2.principal not in card
 
     section = client.get(f"/groups/{world.group}/work-items/{item}/section/").content.decode()
     assert text(element(section, "data-field", "schedule-capacity")) == "busy"

@@ -13,10 +13,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from apps.dashboard.refusal_words import plain_refusal
 from apps.ledger.models import Event
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import element, text
+from tests.dashboard.plain_words import visible_text
 from tests.factories import HumanPersona, grant, human, unique
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +108,8 @@ def test_group_page_shows_the_newest_missions_as_rows_and_each_item_on_its_page(
     assert f'href="/groups/{owners.group}/work-items/{base}/"' in listed
     body = page(client, f"/groups/{owners.group}/work-items/{base}/")
     assert "rev 1" in text(body) or "revision 1" in text(body)
-    assert "agent:w2 · accepted" in text(element(body, "data-field", "offers"))
+    assert "w2 · accepted" in text(element(body, "data-field", "offers"))
+    assert "agent:" not in text(element(body, "data-field", "offers"))
     dependent = page(client, f"/groups/{owners.group}/work-items/{waiting}/")
     assert f"{base} queued" in text(element(dependent, "data-field", "depends_on"))
 
@@ -187,16 +191,18 @@ def test_work_item_page_shows_contract_budgets_offers_lease_history_and_conversa
     assert "active" in text(element(body, "data-field", "state"))
     assert "Summarise the incident reports of November" in body
     assert "Covers every report" in body
-    assert "human_review" in body
+    assert "human review" in text(body)
     assert "no execution approval needed" in text(element(body, "data-field", "risk"))
     own = element(body, "data-budget", f"work_item:{item}")
     assert text(element(own, "data-dimension", "tokens")) == "tokens 1,500 200,000 0.8%"
     assert text(element(own, "data-dimension", "money")) == "money 0.25 5 5%"
-    assert "agent:w2 · accepted" in text(element(body, "data-field", "offers"))
+    assert "w2 · accepted" in text(element(body, "data-field", "offers"))
     lease_text = text(element(body, "data-field", "lease"))
-    assert lease in lease_text
     assert "active" in lease_text
-    assert "agent:w2" in lease_text
+    assert "w2" in visible_text(element(body, "data-field", "lease"))
+    # the lease id and the raw principal are for the collapsed technical details
+    assert lease in text(element(body, "id", "lease"))
+    assert lease not in visible_text(element(body, "id", "lease"))
     conversation = element(body, "id", f"message-{question}")
     assert "Which month exactly?" in conversation
     assert "open question" in text(conversation)
@@ -273,7 +279,7 @@ def test_waiting_for_approval_lists_queued_gated_items_short_of_approvals(owners
     assert re.findall(r'class="approval-item" data-work-item="([^"]+)"', queue) == [short]
     entry = text(element(queue, "data-work-item", short))
     assert "1/2 approvals" in entry
-    assert "approved by user:olga" in entry
+    assert "approved by olga" in entry
     assert "risk high" in entry
     for other in (ungated, enough, offered):
         assert f'data-work-item="{other}"' not in queue
@@ -347,7 +353,8 @@ def test_the_form_is_on_the_work_item_page_too_and_returns_there(owners: Owners)
     html = response.content.decode()
     approvals = element(html, "id", "approvals")
     assert "1/2" in text(approvals)
-    assert "✓ user:petra" in text(approvals)
+    assert "petra approved revision 1" in text(approvals)
+    assert "user:petra" not in visible_text(approvals)
 
 
 @pytest.mark.parametrize("attempt", ["self", "duplicate", "stale"])
@@ -356,7 +363,8 @@ def test_refusals_are_shown_with_their_code_and_append_nothing(
 ) -> None:
     """R10.2-06, R10.1-05: the requester's own approval (SELF_APPROVAL), a second approval by
     the same person (DUPLICATE_APPROVAL), and a form from before the contract changed
-    (STALE_REVISION) are refused: the page names the code and the log is unchanged."""
+    (STALE_REVISION) are refused: the page says why in words, the code and the rule in its
+    collapsed technical details, and the log is unchanged."""
     world = owners.dash.world
     m = wf.mission(world)
     if attempt == "self":
@@ -401,8 +409,12 @@ def test_refusals_are_shown_with_their_code_and_append_nothing(
     assert len(grants(owners.group)) == granted_before
     message = element(html, "data-code", code)
     assert 'role="alert"' in message
-    assert text(message).startswith(f"{code} ")
-    assert "R10." in text(message)
+    said = visible_text(message)
+    assert said == plain_refusal(ProtocolError(ErrorCode(code), ""))
+    assert code not in said
+    technical = element(message, "class", "technical-details")
+    assert code in text(technical)
+    assert "R10." in text(technical)
 
 
 def test_people_who_are_not_mission_owners_see_no_form_and_are_refused(owners: Owners) -> None:
@@ -423,7 +435,9 @@ def test_people_who_are_not_mission_owners_see_no_form_and_are_refused(owners: O
     html = post_approval(client, owners, item, contract_revision="1")
     assert wf.head(owners.group) == before
     assert grants(owners.group) == []
-    assert text(element(html, "data-code", "FORBIDDEN")).startswith("FORBIDDEN ")
+    message = element(html, "data-code", "FORBIDDEN")
+    assert visible_text(message) == "Your roles in this group do not allow this."
+    assert "FORBIDDEN" in text(element(message, "class", "technical-details"))
 
 
 def test_an_incomplete_form_is_refused_as_malformed(owners: Owners) -> None:

@@ -54,17 +54,22 @@ def test_a_person_creates_a_token_sees_it_once_revokes_it_and_changes_the_passwo
     page.get_by_label("Label", exact=True).fill("e2e laptop")
     page.get_by_role("button", name="Create token").click()
     expect(page.get_by_role("heading", name="Your new API token")).to_be_visible()
+    expect(page).to_have_url(f"{server.url}/account/#new-token")  # post/redirect/get
     token = page.locator("#new-token-value").input_value()
     assert re.fullmatch(r"mwt_[A-Za-z0-9_-]+", token)
     check_screen(page, "account-new-token")
     assert in_plain_thread(lambda: authenticate_bearer(token).caller.principal) == "user:maria"
 
-    page.goto(f"{server.url}/account/")  # shown once: not on the next visit
+    page.reload()  # shown once, and a reload mints no second token
     expect(page.get_by_role("heading", name="Your new API token")).to_have_count(0)
     assert token not in page.content()
     row = page.locator("#tokens tr", has_text="e2e laptop")
     expect(row).to_have_count(1)
-    row.get_by_role("button", name="Revoke token e2e laptop").click()
+    assert in_plain_thread(lambda: ApiToken.objects.filter(label="e2e laptop").count()) == 1
+    row.get_by_role("link", name="Revoke token e2e laptop…").click()
+    expect(page.get_by_role("heading", name="Revoke the token “e2e laptop”?")).to_be_visible()
+    check_screen(page, "account-confirm-revoke")
+    page.get_by_role("button", name="Yes, revoke it").click()
     expect(page.get_by_role("status")).to_contain_text("was revoked")
     expect(page.locator("#tokens tr", has_text="e2e laptop")).to_have_count(0)
     assert not in_plain_thread(lambda: ApiToken.objects.filter(label="e2e laptop").exists())

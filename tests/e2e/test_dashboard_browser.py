@@ -113,7 +113,8 @@ def test_a_member_sees_the_verified_timeline_and_new_events_arrive_live(
     expect(newest).to_have_attribute("data-verdict", "verified")
     expect(newest.locator('[data-field="verdict"]')).to_have_text("✓ verified in browser")
     expect(newest.locator('[data-field="type"]')).to_have_text("mission.created")
-    expect(newest.locator('[data-field="actor"]')).to_have_text("agent:w1")
+    expect(newest.locator('[data-field="actor"]')).to_have_text("w1")  # its card's name
+    expect(newest.locator('[data-field="actor-principal"]')).to_have_text("agent:w1")
     expect(page.locator("#head-sequence")).to_have_text(f"#{sequence}")
 
     # The next one links onto the live one, and the page was never reloaded.

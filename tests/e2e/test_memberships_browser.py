@@ -40,20 +40,21 @@ def test_staff_grant_then_revoke_from_the_members_screen(
     check_screen(page, "members-01-screen")
 
     grant = page.locator(".members-grant")
-    grant.get_by_label("Principal").fill("user:zoe")
+    grant.get_by_label("Who").select_option("user")
+    grant.get_by_label("Username or agent id").fill("zoe")
     grant.get_by_label("observer").check()
     grant.get_by_role("button", name="Grant").click()
-    expect(page.locator("#flash")).to_contain_text("Granted observer to user:zoe (epoch 1).")
-    expect(page.locator('li[data-principal="user:zoe"]')).to_contain_text("epoch 1")
-    expect(page.locator(".members-audit__list li").first).to_contain_text(
-        "user:alice granted user:zoe"
-    )
+    expect(page.locator("#flash")).to_contain_text("Granted observer to zoe.")
+    expect(page.locator('li[data-principal="user:zoe"]')).to_contain_text("person · member since")
+    expect(page.locator(".members-audit__list li").first).to_contain_text("alice granted zoe")
     check_screen(page, "members-02-granted")
 
-    page.get_by_role("button", name="Revoke user:zoe").click()
-    expect(page.locator("#flash")).to_contain_text("Revoked the membership of user:zoe")
+    # asked first, on a page of its own (issue 34 §7)
+    page.get_by_role("button", name="Revoke zoe…").click()
+    expect(page.get_by_role("heading", name="Revoke the membership of zoe?")).to_be_visible()
+    check_screen(page, "members-03-confirm-revoke")
+    page.get_by_role("button", name="Yes, revoke zoe").click()
+    expect(page.locator("#flash")).to_contain_text("Revoked the membership of zoe")
     expect(page.locator('li[data-principal="user:zoe"]')).to_have_count(0)
-    expect(page.locator(".members-audit__list li").first).to_contain_text(
-        "user:alice revoked user:zoe"
-    )
-    check_screen(page, "members-03-revoked")
+    expect(page.locator(".members-audit__list li").first).to_contain_text("alice revoked zoe")
+    check_screen(page, "members-04-revoked")

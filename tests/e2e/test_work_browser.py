@@ -128,7 +128,7 @@ def test_the_work_item_page_follows_its_item_live(
     page.goto(f"{server.url}/groups/{world.group}/work-items/{work.plain}/")
     body = page.locator("#work-item-body")
     expect(body.locator('[data-field="state"]')).to_have_text("queued")
-    expect(body.locator('[data-field="offers"]')).to_contain_text("agent:w2 · accepted")
+    expect(body.locator('[data-field="offers"]')).to_contain_text("w2 · accepted")
     expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
     page.evaluate("() => (window.__sameDocument = true)")
 
@@ -145,7 +145,7 @@ def test_the_work_item_page_follows_its_item_live(
     expect(page.locator('#work-item-body [data-field="state"]')).to_have_text(
         "active", timeout=LIVE_TIMEOUT_MS
     )
-    expect(page.locator('#work-item-body [data-field="lease"]')).to_contain_text("agent:w2")
+    expect(page.locator('#work-item-body [data-field="holder"]')).to_have_text("w2")
     assert page.evaluate("() => window.__sameDocument") is True
     snap(page, "work-item-page")
 
@@ -182,7 +182,7 @@ def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_liv
     expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
     card = page.locator("#lease")
     expiry = card.locator('[data-field="expiry"]')
-    expect(card.locator('[data-field="holder"]')).to_have_text("agent:w2")
+    expect(card.locator('[data-field="holder"]')).to_have_text("w2")  # the agent card's name
     expect(expiry).to_have_text(re.compile(r"^\d+ s left$"))
     before = expiry.text_content()
     expect(expiry).not_to_have_text(before or "", timeout=3_000)  # ticking, no event needed
@@ -223,7 +223,7 @@ def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_liv
     late = page.locator("#late-results")
     expect(late.locator(".late-result")).to_have_count(1, timeout=LIVE_TIMEOUT_MS)
     expect(late).to_contain_text("Kept for audit only: none of these completed this item.")
-    expect(late.locator('[data-field="former-owner"]')).to_have_text("agent:w2")
+    expect(late.locator('[data-field="former-owner"]')).to_have_text("w2")
     expect(page.locator('#work-item-body [data-field="state"]')).to_have_text("open")
     assert page.evaluate("() => window.__sameDocument") is True
     snap(page, "work-item-lease-history")

@@ -66,3 +66,26 @@ def short_digest(digest: object) -> str:
 def spaced(value: object) -> str:
     """A protocol token as words: ``needs_changes`` -> ``needs changes``."""
     return str(value).replace("_", " ")
+
+
+@register.filter
+def lease_details(lease: object) -> list[tuple[str, str]]:
+    """A lease's protocol facts (its id, holder, session and ownership epochs) for the
+    collapsed technical details: a person reads the holder's name and the times."""
+    if lease is None:
+        return []
+    return [
+        ("lease", str(getattr(lease, "lease_id", ""))),
+        ("holder", str(getattr(lease, "agent", ""))),
+        ("session epoch", str(getattr(lease, "session_epoch", None) or "—")),
+        ("ownership epoch", str(getattr(lease, "ownership_epoch", ""))),
+    ]
+
+
+@register.filter
+def flash_details(tags: object) -> dict[str, str]:
+    """A flash message's ``extra_tags`` split into its technical parts (``actions.show_refusal``
+    joins the code, the requirement and the protocol's message); empty for a plain message."""
+    parts = str(tags or "").split("\x1f")
+    keys = ("code", "requirement", "message")
+    return {key: part for key, part in zip(keys, parts, strict=False) if part}

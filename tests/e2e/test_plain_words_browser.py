@@ -1,0 +1,246 @@
+"""People-facing words and the small things a person hits, in a real browser against the real
+server (issue 34 §5–§7): the inbox keeps the focus, the scroll position and an open
+disclosure across 20 live updates and says what changed politely; times are in the viewer's
+own zone with UTC on hover; long text shows its limit; destructive actions ask first, with
+scripts off too; every changed screen is shot under ``var/screenshots/``, checked with
+axe-core, at 390 px and for CSP violations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.dashboard import workflows as wf
+from tests.e2e.screens import check_screen, snap, watch_csp
+from tests.e2e.test_dashboard_browser import PASSWORD, log_in, with_password
+from tests.factories import HumanPersona, World, build_world, grant, human, now_text
+from tests.live_server import LiveServer, in_plain_thread
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+#: "a live update reaches the open page within a second or two"
+LIVE_MS = 5_000
+UPDATES = 20
+
+
+@dataclass
+class Waiting:
+    world: World
+    petra: HumanPersona  # a second mission owner
+    quinn: HumanPersona  # a third: her grants complete some quorums
+    items: list[str]  # queued, each needing two approvals, oldest first
+    refused: str  # refused by petra: "needs a corrected contract" in olga's inbox
+
+
+@pytest.fixture
+def waiting(transactional_db: None) -> Waiting:
+    """Committed before the browser starts, so the server process sees it."""
+    world = build_world()
+    with_password(world.olga)
+    with_password(world.alice)
+    petra, quinn = human("petra"), human("quinn")
+    for owner in (petra, quinn):
+        grant(world.alice, world.group, owner, "mission_owner")
+    mission = wf.mission(world)
+    contract = wf.gated_contract(2, deadline=now_text(86_400))
+    items = [wf.queued(world, mission, contract=contract) for _ in range(UPDATES)]
+    refused = wf.queued(world, mission, contract=contract)
+    wf.submit(
+        petra,
+        world.group,
+        "approval.refuse_execution",
+        {"work_item": refused, "contract_revision": 1, "comment": "Scope it to one table."},
+    )
+    return Waiting(world, petra, quinn, items, refused)
+
+
+#: true once the inbox's sections were refreshed after the time ``before`` names
+REFRESHED_SINCE = (
+    "before => (document.getElementById('inbox-sections').dataset.refreshedAt || '') !== before"
+)
+
+
+def _refreshed(page: Page) -> str:
+    return str(
+        page.evaluate("() => document.getElementById('inbox-sections').dataset.refreshedAt || ''")
+    )
+
+
+def test_the_inbox_keeps_focus_scroll_and_an_open_disclosure_across_20_live_updates(
+    waiting: Waiting, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """Issue 34 §5: 20 commands change olga's open inbox (15 first approvals, then 5
+    second ones that take items out of it); after each live update the link she is on is
+    the same element with the focus, the page has not scrolled, the technical details she
+    opened are still open, and the change of a count is announced politely."""
+    server, world = live_asgi_server, waiting.world
+    page.set_viewport_size({"width": 1280, "height": 700})
+    log_in(page, server, "olga")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+    approvals = page.locator("#inbox-approvals")
+    expect(approvals.locator('[data-field="count"]')).to_have_text(str(UPDATES))
+
+    blocked = page.locator(f"#inbox-blocked li[data-work-item='{waiting.refused}']")
+    expect(blocked.locator('[data-field="needs-contract"]')).to_have_text(
+        "needs a corrected contract"
+    )
+    expect(blocked).to_contain_text("Execution refused by petra")
+    blocked.locator("details.technical-details summary").click()
+    expect(blocked.locator("details.technical-details")).to_have_attribute("open", "")
+
+    first = approvals.locator(f"li[data-work-item='{waiting.items[0]}'] a.inbox-entry__title")
+    first.focus()
+    page.evaluate("() => { window.__focused = document.activeElement; window.scrollTo(0, 180); }")
+    scroll = page.evaluate("() => window.scrollY")
+    assert scroll > 0
+    page.evaluate("() => (window.__sameDocument = true)")
+
+    owners = [waiting.petra] * 15 + [waiting.quinn] * 5
+    targets = waiting.items[:15] + waiting.items[10:15]
+    for number, (owner, item) in enumerate(zip(owners, targets, strict=True), start=1):
+        before = _refreshed(page)
+        in_plain_thread(wf.approve, owner, world.group, item)
+        page.wait_for_function(REFRESHED_SINCE, arg=before, timeout=LIVE_MS)
+        state = page.evaluate(
+            """() => ({
+              same: document.activeElement === window.__focused,
+              connected: window.__focused.isConnected,
+              scroll: window.scrollY,
+              open: document.querySelector("#inbox-blocked details.technical-details").open,
+            })"""
+        )
+        assert state == {"same": True, "connected": True, "scroll": scroll, "open": True}, (
+            number,
+            state,
+        )
+
+    expect(approvals.locator('[data-field="count"]')).to_have_text(str(UPDATES - 5))
+    expect(approvals.locator(f"li[data-work-item='{waiting.items[0]}']")).to_contain_text(
+        "1 of 2 approvals"
+    )
+    expect(page.locator("#inbox-announcer")).to_have_text(
+        re.compile(r"^Inbox updated\. Execution approvals: 15 \(was 16\)\.$")
+    )
+    assert page.evaluate("() => window.__sameDocument") is True
+    check_screen(page, "plain-01-inbox-after-20-updates")
+
+
+def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_limit(
+    waiting: Waiting, live_asgi_server: LiveServer, browser: Browser
+) -> None:
+    """Issue 34 §6: a viewer in Tokyo reads the work item's times in Tokyo time, the UTC
+    time on hover; the approval comment counts its characters against its limit."""
+    server, world = live_asgi_server, waiting.world
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, timezone_id="Asia/Tokyo", locale="en-GB"
+    )
+    context.set_default_timeout(10_000)
+    watch_csp(context)
+    page = context.new_page()
+    try:
+        log_in(page, server, "olga")
+        page.goto(f"{server.url}/groups/{world.group}/work-items/{waiting.items[0]}/")
+        deadline = page.locator("#work-item-body time[data-local-time]").first
+        expect(deadline).to_have_attribute("data-localized", re.compile(r".+Z$"))
+        utc = deadline.get_attribute("title") or ""
+        assert utc.endswith(" UTC")
+        shown = deadline.text_content() or ""
+        assert "UTC" not in shown
+        assert shown != utc
+        comment = page.get_by_label(f"Comment on approving {waiting.items[0]}")
+        comment.fill("x" * 9_500)
+        counter = page.locator(f"#{comment.get_attribute('aria-describedby')}")
+        expect(counter).to_have_text("9,500 of 10,000 characters")
+        expect(counter).to_have_class(re.compile("text-limit--near"))
+        check_screen(page, "plain-02-work-item-local-time-and-limit")
+
+        page.goto(f"{server.url}/groups/{world.group}/work-items/{waiting.refused}/")
+        refusal = page.locator('[data-field="execution-refused"]')
+        expect(refusal).to_contain_text("Execution refused by petra")
+        expect(refusal).to_contain_text("waits for a corrected contract")
+        expect(page.locator('[data-field="start-countdown"]')).to_have_count(0)  # clock stopped
+        check_screen(page, "plain-03-work-item-refused")
+    finally:
+        context.close()
+
+
+def test_revoking_a_member_and_a_token_asks_first_with_scripts_off(
+    waiting: Waiting, live_asgi_server: LiveServer, browser: Browser
+) -> None:
+    """Issue 34 §7: without scripts, "Revoke…" opens a page that asks; only its button
+    revokes; creating a token then reloading the page mints no second one."""
+    server, world = live_asgi_server, waiting.world
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, java_script_enabled=False
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/login/")
+        page.get_by_label("Username").fill("alice")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.goto(f"{server.url}/groups/{world.group}/members/")
+        page.get_by_role("button", name="Revoke quinn…").click()
+        expect(page.get_by_role("heading", name="Revoke the membership of quinn?")).to_be_visible()
+        snap(page, "plain-04-confirm-revoke-member-no-scripts")
+        page.get_by_role("link", name="No, keep them").click()
+        expect(page.locator('li[data-principal="user:quinn"]')).to_have_count(1)
+        page.get_by_role("button", name="Revoke quinn…").click()
+        page.get_by_role("button", name="Yes, revoke quinn").click()
+        expect(page.locator("#flash")).to_contain_text("Revoked the membership of quinn")
+        expect(page.locator('li[data-principal="user:quinn"]')).to_have_count(0)
+
+        page.goto(f"{server.url}/account/")
+        page.get_by_label("Label", exact=True).fill("no-scripts laptop")
+        page.get_by_role("button", name="Create token").click()
+        expect(page.get_by_role("heading", name="Your new API token")).to_be_visible()
+        page.reload()
+        expect(page.get_by_role("heading", name="Your new API token")).to_have_count(0)
+        rows = page.locator("#tokens tr", has_text="no-scripts laptop")
+        expect(rows).to_have_count(1)
+        rows.get_by_role("link", name="Revoke token no-scripts laptop…").click()
+        snap(page, "plain-05-confirm-revoke-token-no-scripts")
+        page.get_by_role("button", name="Yes, revoke it").click()
+        expect(page.locator("#tokens tr", has_text="no-scripts laptop")).to_have_count(0)
+    finally:
+        context.close()
+
+
+def test_the_changed_screens_read_plainly_and_pass_their_checks(
+    waiting: Waiting, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """Every screen this part changed, shot and checked: the group page (names, the log's
+    technical details), the lists, the members screen, the group list's create form, the
+    account."""
+    server, world = live_asgi_server, waiting.world
+    log_in(page, server, "alice")
+    page.goto(f"{server.url}/groups/")
+    expect(page.get_by_role("heading", name="Create a group")).to_be_visible()
+    check_screen(page, "plain-06-group-list-create-form")
+    page.goto(f"{server.url}/groups/{world.group}/members/")
+    check_screen(page, "plain-07-members")
+    page.goto(f"{server.url}/account/")
+    expect(page.locator(".topbar__name")).to_have_text("alice")
+    check_screen(page, "plain-08-account")
+
+    page.context.clear_cookies()
+    log_in(page, server, "olga")
+    page.goto(f"{server.url}/groups/{world.group}/")
+    event = page.locator("li.event").first
+    expect(event.locator('[data-field="actor"]')).not_to_contain_text(":")
+    check_screen(page, "plain-09-group")
+    page.goto(f"{server.url}/groups/{world.group}/work-items/")
+    expect(page.locator("li.item-row").first).to_contain_text("owner w2")
+    check_screen(page, "plain-10-work-items")
+    page.goto(f"{server.url}/groups/{world.group}/missions/")
+    row = page.locator("li.mission-row").first
+    row.locator("details.mission-actions > summary").click()
+    row.get_by_text("Cancel this mission…").click()
+    expect(row.get_by_role("button", name="Yes, cancel the mission")).to_be_visible()
+    expect(row).to_contain_text("cannot be undone")
+    check_screen(page, "plain-11-missions-cancel-asks-first")

@@ -4,8 +4,10 @@ happened when that passed, and — when the person may not decide — why, in wo
 
 Whether the person may decide is the write path's question, asked without writing
 (``preview.refusal`` for ``approval.grant_execution``, R10.2-06); this module only turns its
-refusal into a sentence. Refusing takes the same rules as granting (plus a reason), so one
-preview answers for both forms.
+refusal into a sentence (the code and the rule go in the page's collapsed technical details).
+Refusing takes the same rules as granting (plus a reason), so one preview answers for both
+forms. A refused revision is shown once, as the item's ``execution_refused`` says it: who,
+why, when, and that it waits for a corrected contract or a cancel (issue 34 §4).
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .inbox_entries import optional_url
+from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
+from .names import display_name
+from .refusal_words import plain_refusal
+from .review_words import roles_text
 from .work import GRANT_EXECUTION, grant_body
 from .work_item_cards import Countdown, budget_lines
 
@@ -92,10 +97,13 @@ class Reassignment:
     at: datetime | None
 
 
-@dataclass(frozen=True)
-class InputRef:
-    ref: str
-    url: str | None  # the artifact page, once that screen exists
+#: why the authority took an item from its owner (``work.reassigned``'s reason), in words
+REASSIGN_REASONS = {
+    "start_deadline_missed": "not started by its start-by deadline",
+    "lease_expired": "its lease ran out",
+    "blocked_lease_expired": "blocked for longer than allowed",
+    "membership_revoked": "its owner's membership was revoked",
+}
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,7 @@ class ApprovalScreen:
     reassigned: Reassignment | None
     authorized_at: datetime | None
     accepted_at: datetime | None  # when the owner took it (the start window began)
+    inputs: tuple[ArtifactFacts, ...] = ()  # the contract's inputs, by their manifest
 
     @property
     def contract(self) -> dict[str, Any]:
@@ -143,6 +152,10 @@ class ApprovalScreen:
         return tuple(d for d in self.decisions if d.revision == self.item.revision)
 
     @property
+    def current_grants(self) -> tuple[Decision, ...]:
+        return tuple(d for d in self.current if d.granted)
+
+    @property
     def earlier(self) -> tuple[Decision, ...]:
         return tuple(d for d in self.decisions if d.revision != self.item.revision)
 
@@ -162,6 +175,12 @@ class ApprovalScreen:
         )
 
     @property
+    def execution_refused(self) -> bool:
+        """The revision shown was refused and the item still waits on it (R10.2-06): it
+        waits for a corrected contract or a cancel, not for approval."""
+        return self.item.state == S.QUEUED and self.refused is not None
+
+    @property
     def may_decide(self) -> bool:
         return self.item.state == S.QUEUED and self.gated and self.refusal is None
 
@@ -175,11 +194,9 @@ class ApprovalScreen:
         )
 
     @property
-    def inputs(self) -> tuple[InputRef, ...]:
-        refs = [str(entry.get("ref", "")) for entry in self.contract.get("inputs", ())]
-        return tuple(
-            InputRef(ref, optional_url("dashboard:artifact", self.group_id, ref)) for ref in refs
-        )
+    def reassigned_reason(self) -> str:
+        reason = self.reassigned.reason if self.reassigned else ""
+        return REASSIGN_REASONS.get(reason, reason.replace("_", " "))
 
     @property
     def allowed(self) -> dict[str, list[str]]:
@@ -196,13 +213,6 @@ class ApprovalScreen:
         return self.start_by is not None and self.start_by.passed
 
 
-def _roles_text(roles: tuple[str, ...]) -> str:
-    if not roles:
-        return "a member without a role"
-    named = [("an " if role[0] in "aeiou" else "a ") + role.replace("_", " ") for role in roles]
-    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-
-
 def why_not(
     refusal: ProtocolError,
     *,
@@ -216,7 +226,7 @@ def why_not(
     if code == ErrorCode.FORBIDDEN:
         return (
             "Only mission owners can approve or refuse an execution; "
-            f"you are {_roles_text(roles)} in this group."
+            f"you are {roles_text(roles)} in this group."
         )
     if code == ErrorCode.SELF_APPROVAL:
         if principal == item.authorized_by:
@@ -225,6 +235,7 @@ def why_not(
             return "You proposed this WorkItem, so another mission owner must approve it."
         if principal == item.owner:
             return "You own this WorkItem: its owner never approves its own execution."
+        return "You asked for this WorkItem, so someone else must approve it."
     if code == ErrorCode.DUPLICATE_APPROVAL:
         mine = [
             d
@@ -236,19 +247,21 @@ def why_not(
     if code == ErrorCode.ILLEGAL_TRANSITION:
         refused = screen.refused if screen else None
         if refused is not None and item.state == S.QUEUED:
-            reason = f": “{refused.comment}”" if refused.comment else ""
             return (
-                f"Revision {item.revision} was refused by {refused.principal}{reason}. "
-                "A coordinator revises the contract or cancels the WorkItem."
+                f"Revision {item.revision} was refused by {display_name(refused.principal)}: "
+                "it waits for a corrected contract or a cancel."
             )
         if item.state != S.QUEUED:
             return (
-                f"Approvals are given while the WorkItem is queued with its owner; "
-                f"it is {item.state}."
+                f"Approvals are given while the WorkItem waits with its owner to start; "
+                f"it is {item.state} now, so there is nothing to decide."
             )
     if code == ErrorCode.STALE_REVISION:
-        return "The contract changed while you read it: reload the page to read the new one."
-    return refusal.message
+        return (
+            "The contract changed while you read it (it is now revision "
+            f"{item.revision}): read the new one below before you decide."
+        )
+    return plain_refusal(refusal)
 
 
 def approval_screen(
@@ -281,7 +294,13 @@ def approval_screen(
         reassigned=_reassignment(item, documents),
         authorized_at=_time_of(item, documents, "work.authorized", first=True),
         accepted_at=_time_of(item, documents, "work.offer_accepted"),
+        inputs=_inputs(group_id, item),
     )
+
+
+def _inputs(group_id: str, item: WorkItemState) -> tuple[ArtifactFacts, ...]:
+    digests, names = contract_inputs(item.contract)
+    return tuple(artifact_facts(group_id, digests, names=names))
 
 
 def _documents(group_id: str, item: WorkItemState) -> dict[int, dict[str, Any]]:

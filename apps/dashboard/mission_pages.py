@@ -1,7 +1,9 @@
-"""The mission page, its live section, and the final-approval screen (GET only).
+"""The mission page and the final-approval screen, each with its live section (GET only).
 
-Thin function views: reads from ``missions``; the approve and cancel forms post to
-``mission_views`` (the one write path). As on every dashboard page, a group the person is
+Thin function views: reads from ``missions`` and ``mission_reviews``; the approve and cancel
+forms post to ``mission_views`` (the one write path), which answers a form the server did not
+take with these pages again (``mission_page_response``, ``final_approval_response``): the
+reason in words and the typed text kept. As on every dashboard page, a group the person is
 not an active member of is 404, and so is a mission the group does not have.
 """
 
@@ -19,9 +21,14 @@ from django.views.decorators.http import require_safe
 from apps.ledger.write_path import Caller
 from apps.registry.models import Membership
 
-from . import missions, selectors, work
+from . import mission_reviews, missions, names, selectors, work
 from .access import access_membership
+from .decision_forms import NotSent
 from .graph import GraphLayout, layout, render_list, render_svg, summary
+
+#: what changes a mission page or its final approval: its WorkItems' events, missions',
+#: charges, and memberships (a role or a revocation changes who may act)
+LIVE_FAMILIES = work.ITEM_LIVE_FAMILIES
 
 #: a placeholder id, swapped for each node's: one ``reverse`` per page, not one per node
 _ID = "__work_item__"
@@ -54,13 +61,23 @@ def _graph_markup(
     }
 
 
-def _page_context(request: HttpRequest, group: str, mission: str) -> dict[str, object]:
-    membership: Membership = access_membership(request, group)
+def _page_context(
+    request: HttpRequest, group: str, mission: str, membership: Membership | None = None
+) -> dict[str, object]:
+    membership = membership or access_membership(request, group)
     state = membership.to_state()
     viewer = work.viewer_of(Caller.for_user(request.user), state)
     page = missions.mission_page(group, mission, viewer=viewer, membership=state)
     if page is None:
         raise Http404("no such mission")
+    names.prime(
+        [
+            page.mission.created_by,
+            page.ending.actor if page.ending else None,
+            *(entry.actor for entry in page.timeline),
+            *(item.refused.get("principal") for item in page.items if item.refused),
+        ]
+    )
     return {
         "group": membership.group,
         "membership": membership,
@@ -74,25 +91,38 @@ def _page_context(request: HttpRequest, group: str, mission: str) -> dict[str, o
     }
 
 
-@login_required
-@require_safe
-def mission_detail(request: HttpRequest, group: str, mission: str) -> HttpResponse:
-    """The mission page: goal, state, dependency graph, progress, budgets, children and the
-    mission's slice of the timeline, refreshed live (R16-09)."""
-    access_membership(request, group)
+def mission_page_response(
+    request: HttpRequest,
+    membership: Membership,
+    mission: str,
+    *,
+    not_sent: NotSent | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The mission page, with a refused form's reason and typed text when there is one."""
+    group = membership.group_id
     head = selectors.timeline_head(group)  # before the projections: see views.group_detail
-    context = _page_context(request, group, mission)
+    context = _page_context(request, group, mission, membership)
     page: missions.MissionPage = context["page"]  # type: ignore[assignment]
     context["stream"] = {
         "group": group,
         "head_sequence": head,
-        "families": work.ITEM_LIVE_FAMILIES,
+        "families": LIVE_FAMILIES,
         "mission": mission,
         # same-group children: their approval or end changes this page (R10.2-16, R10.2-17)
         "missions": [child.mission for child in page.children if child.group is None],
         "work_items": [item.id for item in page.items],
     }
-    return render(request, "dashboard/mission/detail.html", context)
+    context["not_sent"] = not_sent
+    return render(request, "dashboard/mission/detail.html", context, status=status)
+
+
+@login_required
+@require_safe
+def mission_detail(request: HttpRequest, group: str, mission: str) -> HttpResponse:
+    """The mission page: goal, state, dependency graph, progress, budgets, children and the
+    mission's slice of the timeline, refreshed live (R16-09)."""
+    return mission_page_response(request, access_membership(request, group), mission)
 
 
 @login_required
@@ -127,36 +157,88 @@ def mission_graph(request: HttpRequest, group: str, mission: str) -> HttpRespons
     )
 
 
+def _final_context(
+    request: HttpRequest, membership: Membership, mission: str, page: str
+) -> dict[str, object]:
+    group = membership.group_id
+    screen = mission_reviews.final_approval(
+        group,
+        mission,
+        caller=Caller.for_user(request.user),
+        membership=membership.to_state(),
+        page=int(page) if page.isdigit() and len(page) < 7 else 1,
+    )
+    if screen is None:
+        raise Http404("no such mission")
+    names.prime(
+        [
+            screen.ending.actor if screen.ending else None,
+            *(item.accepted.get("by") for item in screen.items if item.accepted),
+            *(item.failed.get("by") for item in screen.items if item.failed),
+            *(e.producer for item in screen.items for e in item.evidence),
+            *(d.get("principal") for item in screen.items for d in item.decisions),
+            *(a.producer for a in (screen.artifacts or {}).values()),
+        ]
+    )
+    return {
+        "group": membership.group,
+        "membership": membership,
+        "screen": screen,
+        "return_to": reverse("dashboard:mission-final-approval", args=[group, mission]),
+        "work_item_base": _base("dashboard:work-item", group),
+        "artifact_base": _base("dashboard:artifact", group),
+        "timeline_base": reverse("dashboard:group", args=[group]),
+        "typed": {},
+    }
+
+
+def final_approval_response(
+    request: HttpRequest,
+    membership: Membership,
+    mission: str,
+    *,
+    not_sent: NotSent | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The final-approval screen, following the group's log; with a refused approval's
+    reason, and its comment kept (in the form while it can still succeed, else beside the
+    reason), when there is one (issue 34 §3)."""
+    group = membership.group_id
+    head = selectors.timeline_head(group)  # before the projections: see views.group_detail
+    context = _final_context(request, membership, mission, request.GET.get("page", "1"))
+    screen: mission_reviews.FinalApproval = context["screen"]  # type: ignore[assignment]
+    context["stream"] = {
+        "group": group,
+        "head_sequence": head,
+        "families": LIVE_FAMILIES,
+        "mission": mission,
+        "work_items": list(screen.mission.work_items),
+    }
+    context["not_sent"] = not_sent
+    if not_sent is not None:
+        context["typed"] = {"comment": not_sent.text("comment")}
+        context["not_sent_typed_here"] = not screen.shows_form
+    return render(request, "dashboard/mission/final-approval.html", context, status=status)
+
+
 @login_required
 @require_safe
 def mission_final_approval(request: HttpRequest, group: str, mission: str) -> HttpResponse:
     """Every WorkItem with its retained review results, then the approval form — shown only
     when the write path would take this person's ``mission.approve`` now (R13.2-03 step 5,
-    R10.2-16, R10.2-22); once approved, who approved, when, and their comment."""
-    membership = access_membership(request, group)
-    requested = request.GET.get("page", "1")
-    screen = missions.final_approval(
-        group,
-        mission,
-        caller=Caller.for_user(request.user),
-        membership=membership.to_state(),
-        page=int(requested) if requested.isdigit() and len(requested) < 7 else 1,
+    R10.2-16, R10.2-22); once approved, who approved, when, and their comment. Live: another
+    person's approval, a cancel or a revocation takes the form away within a second."""
+    return final_approval_response(request, access_membership(request, group), mission)
+
+
+@login_required
+@require_safe
+def mission_final_approval_section(request: HttpRequest, group: str, mission: str) -> HttpResponse:
+    """The final-approval screen's body alone, for the page to swap in when events arrive."""
+    context = _final_context(
+        request, access_membership(request, group), mission, request.GET.get("page", "1")
     )
-    if screen is None:
-        raise Http404("no such mission")
-    return render(
-        request,
-        "dashboard/mission/final-approval.html",
-        {
-            "group": membership.group,
-            "membership": membership,
-            "screen": screen,
-            "return_to": reverse("dashboard:mission-final-approval", args=[group, mission]),
-            "work_item_base": _base("dashboard:work-item", group),
-            "artifact_base": _base("dashboard:artifact", group),
-            "timeline_base": reverse("dashboard:group", args=[group]),
-        },
-    )
+    return render(request, "dashboard/mission/final-approval-body.html", context)
 
 
 _MISSION = "groups/<str:group>/missions/<str:mission>/"
@@ -166,4 +248,9 @@ urlpatterns: list[URLPattern] = [
     path(f"{_MISSION}section/", mission_section, name="mission-section"),
     path(f"{_MISSION}graph/", mission_graph, name="mission-graph"),
     path(f"{_MISSION}final-approval/", mission_final_approval, name="mission-final-approval"),
+    path(
+        f"{_MISSION}final-approval/section/",
+        mission_final_approval_section,
+        name="mission-final-approval-section",
+    ),
 ]

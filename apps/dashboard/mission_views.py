@@ -1,8 +1,11 @@
-"""Mission actions from the group page: approve (R10.2-16) and cancel (R10.2-18) a mission.
+"""Mission actions: approve (R10.2-16, the final approval) and cancel (R10.2-18) a mission.
 
-Thin function views, like the execution-approval form next door: ``actions.submit_form``
-checks the form and hands the command to the one write path as the person; every decision
-(role, human-only, unfinished WorkItems, idempotency) is the write path's.
+Thin function views: ``decision_forms.decide`` checks the form and hands the command to the
+one write path as the person; every decision (role, human-only, unfinished WorkItems,
+idempotency) is the write path's. What it does not take is answered with the page again —
+the final-approval screen for an approval, the mission page for a cancel — with the reason
+in words and the typed comment or reason kept; a person whose membership is gone gets their
+text back on a page that says nothing of the group (issue 34 §3).
 """
 
 from __future__ import annotations
@@ -11,12 +14,27 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from apps.ledger.write_path import Outcome
+from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.memberships import Membership as MembershipState
 
-from .actions import submit_form
+from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .forms import MissionApproveForm, MissionCancelForm
+from .mission_pages import final_approval_response, mission_page_response
+from .mission_reviews import refusal_sentence
+from .missions import who_may
+from .refusal_words import plain_refusal
+
+APPROVE_LABELS = {"comment": "comment on the approval"}
+CANCEL_LABELS = {"reason": "reason for cancelling"}
+
+
+def _state(request: HttpRequest, group: str) -> MembershipState | None:
+    membership = membership_or_none(request, group)
+    return membership.to_state() if membership is not None else None
 
 
 def _event_types(outcome: Outcome) -> list[str]:
@@ -34,6 +52,14 @@ def _cancelled(body: dict[str, Any], outcome: Outcome) -> str:
     return f"Cancelled mission {body['mission']}: {count} unfinished WorkItem(s) cancelled."
 
 
+def _cancel_words(error: ProtocolError, membership: MembershipState | None) -> str:
+    if error.code == ErrorCode.ILLEGAL_TRANSITION:
+        return "This mission has already ended: there is nothing left to cancel."
+    if error.code == ErrorCode.FORBIDDEN:
+        return who_may("mission.cancel", "cancel", membership)
+    return plain_refusal(error)
+
+
 @login_required
 @require_POST
 def mission_approve(request: HttpRequest, group: str, mission: str) -> HttpResponse:
@@ -43,14 +69,30 @@ def mission_approve(request: HttpRequest, group: str, mission: str) -> HttpRespo
     is ILLEGAL_TRANSITION and nothing is appended. A child mission's approval verifies the
     parent WorkItem it unblocks (R10.2-16), in the same command when both share the group.
     """
-    return submit_form(
+
+    def words(error: ProtocolError) -> str:
+        return refusal_sentence(error, _state(request, group))
+
+    def again(not_sent: NotSent, status: int) -> HttpResponse:
+        membership = membership_or_none(request, group)
+        if membership is None:
+            return not_a_member(request, not_sent.typed)
+        return final_approval_response(
+            request, membership, mission, not_sent=not_sent, status=status
+        )
+
+    return decide(
         request,
         group,
         form=MissionApproveForm(request.POST),
-        what="mission approval",
+        labels=APPROVE_LABELS,
         type_="mission.approve",
         body=lambda data: {"mission": mission, "comment": data["comment"]},
         confirm=_approved,
+        words=words,
+        again=again,
+        back=reverse("dashboard:mission-final-approval", args=[group, mission]),
+        form_name="mission-approve",
     )
 
 
@@ -63,12 +105,23 @@ def mission_cancel(request: HttpRequest, group: str, mission: str) -> HttpRespon
     the mission in the same command (``work.cancelled``), and refuses an ended mission with
     ILLEGAL_TRANSITION (R10.2-22).
     """
-    return submit_form(
+
+    def again(not_sent: NotSent, status: int) -> HttpResponse:
+        membership = membership_or_none(request, group)
+        if membership is None:
+            return not_a_member(request, not_sent.typed)
+        return mission_page_response(request, membership, mission, not_sent=not_sent, status=status)
+
+    return decide(
         request,
         group,
         form=MissionCancelForm(request.POST),
-        what="mission cancellation",
+        labels=CANCEL_LABELS,
         type_="mission.cancel",
         body=lambda data: {"mission": mission, "reason": data["reason"]},
         confirm=_cancelled,
+        words=lambda error: _cancel_words(error, _state(request, group)),
+        again=again,
+        back=reverse("dashboard:mission", args=[group, mission]),
+        form_name="mission-cancel",
     )

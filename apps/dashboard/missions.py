@@ -1,4 +1,4 @@
-"""Reads behind the mission page and its final-approval screen.
+"""Reads behind the mission page (the final-approval screen's are in ``mission_reviews``).
 
 Everything comes from the projections the write path keeps in the same transaction as the
 events — the Mission row (goal, limits, used, ``usage_series``, children) and its WorkItem
@@ -24,14 +24,11 @@ from typing import Any
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import JSONArray
 
-from apps.ledger import preview
 from apps.ledger.models import Event
-from apps.ledger.write_path import Caller
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.commands import COMMANDS
-from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.schedule import DISCLOSE
 
@@ -142,6 +139,9 @@ class ItemSummary:
     progress: Progress | None
     last_sequence: int  # its newest event (0 when the projection holds none)
     schedule: ScheduleEstimate | None = None  # read only for the page's rows
+    #: the current revision's refusal of execution (the projection's ``refusal``), while
+    #: the item waits on it for a corrected contract or a cancel (R10.2-06)
+    refused: dict[str, Any] | None = None
 
     @property
     def unfinished(self) -> bool:
@@ -199,10 +199,13 @@ class MissionRef:
 class Actions:
     """What the viewer may do with the mission, and in words why not (R10.2-16, R10.2-18)."""
 
-    may_approve: bool
+    may_approve: bool  # the viewer's role approves missions
     may_cancel: bool
     approve_note: str  # "" when there is nothing to say
     cancel_note: str
+    #: every WorkItem has ended: the final approval can be given now (R10.2-22), so it is
+    #: the page's primary action; before that it is a link to read the review so far
+    approvable: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,8 @@ def progress_rows(items: Iterable[ItemSummary]) -> tuple[ItemSummary, ...]:
         key=lambda item: -(item.progress.sequence or 0),  # type: ignore[union-attr]
     )
     silent = [item for item in items if item.progress is None and item.unfinished]
+    # a refused execution waits for people: listed first among the silent ones
+    silent.sort(key=lambda item: item.refused is None)
     return tuple([*reported, *silent][:PROGRESS_SHOWN])
 
 
@@ -315,12 +320,13 @@ def mission_actions(
     elif unfinished:
         approve_note = (
             f"{unfinished_sentence(unfinished)} The mission can be approved once every "
-            "WorkItem has ended (R10.2-22)."
+            "WorkItem has ended."
         )
     else:
         approve_note = ""
     cancel_note = "" if may_cancel else who_may("mission.cancel", "cancel", membership)
-    return Actions(may_approve, may_cancel, approve_note, cancel_note)
+    approvable = may_approve and not unfinished
+    return Actions(may_approve, may_cancel, approve_note, cancel_note, approvable)
 
 
 # --- reads ------------------------------------------------------------------------------
@@ -360,13 +366,13 @@ def mission_items(
     extra = ("schedule",) if schedules else ()
     rows = (
         WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
-        .annotate(shown=_shown(*paths, "progress", "history__-1__sequence", *extra))
+        .annotate(shown=_shown(*paths, "progress", "history__-1__sequence", "refusal", *extra))
         .values_list("work_item_id", "state", "shown")
     )
     by_id = {}
     for item, state, shown in rows:
         goal, depends_on = shown[:2] if for_graph else ("", [])
-        progress, last = shown[len(paths) : len(paths) + 2]
+        progress, last, refusal = shown[len(paths) : len(paths) + 3]
         by_id[item] = ItemSummary(
             id=item,
             state=state,
@@ -375,6 +381,7 @@ def mission_items(
             progress=Progress.from_projection(progress),
             last_sequence=last if isinstance(last, int) else 0,
             schedule=ScheduleEstimate.from_projection(shown[-1], state) if schedules else None,
+            refused=refusal if isinstance(refusal, dict) and state == S.QUEUED else None,
         )
     if not for_graph:
         by_id = _with_goals(mission.group_id, by_id)
@@ -547,287 +554,4 @@ def mission_page(
         timeline=mission_timeline(mission, items, ending),
         ending=ending,
         actions=mission_actions(mission, unfinished, viewer, membership),
-    )
-
-
-# --- the final-approval screen (R13.2-03 step 5, R10.2-16) --------------------------------
-
-
-@dataclass(frozen=True)
-class EvidenceView:
-    """One piece of evidence: who produced it, how, what it found, and what it cites."""
-
-    criterion: str
-    producer: str
-    method: str
-    verdict: str
-    summary: str
-    artifacts: tuple[str, ...]  # digests
-    origin: str  # "submission", "recorded" or "failure"
-
-    @classmethod
-    def from_item(cls, evidence: object, origin: str) -> EvidenceView | None:
-        if not isinstance(evidence, dict):
-            return None
-        result = evidence.get("result") if isinstance(evidence.get("result"), dict) else {}
-        return cls(
-            criterion=str(evidence.get("criterion", "")),
-            producer=str(evidence.get("producer", "")),
-            method=str(evidence.get("method", "")),
-            verdict=str(result.get("verdict", "")),
-            summary=str(result.get("summary", "")),
-            artifacts=_as_tuple(evidence.get("artifacts")),
-            origin=origin,
-        )
-
-
-@dataclass(frozen=True)
-class CriterionView:
-    """An acceptance criterion with the review's status for it (R13.2-03 step 4) and the
-    verdicts recorded on it."""
-
-    id: str
-    description: str
-    method: str
-    status: str | None  # None: no submission reviewed yet
-    verdicts: tuple[dict[str, Any], ...]  # {sequence, producer, method, verdict, summary}
-
-
-@dataclass(frozen=True)
-class ReviewedItem:
-    """A WorkItem as the final approval lists it: its state and every review result the
-    projection retains for it."""
-
-    id: str
-    state: str
-    goal: str
-    criteria: tuple[CriterionView, ...]
-    evidence: tuple[EvidenceView, ...]
-    outputs: tuple[str, ...]  # the submitted artifacts' digests
-    accepted: dict[str, Any] | None  # {by, sequence, recorded_at, verdicts, summary}
-    failed: dict[str, Any] | None  # {by, sequence, recorded_at, evidence}
-    failed_evidence: tuple[EvidenceView, ...]
-    decisions: tuple[dict[str, Any], ...]  # execution approvals with their comments
-
-    @property
-    def unfinished(self) -> bool:
-        return self.state in S.UNFINISHED
-
-    @property
-    def reviewed(self) -> bool:
-        """A submission was reviewed: the criteria have statuses to show."""
-        return any(criterion.status is not None for criterion in self.criteria)
-
-
-@dataclass(frozen=True)
-class FinalApproval:
-    mission: Mission
-    items: tuple[ReviewedItem, ...]
-    counts: tuple[tuple[str, int], ...]
-    #: why ``mission.approve`` by this viewer would be refused now, in words ("" if not)
-    refusal_text: str
-    ending: Ending | None
-    total: int = 0  # WorkItems in the mission; ``items`` is one page of them
-    page: int = 1
-    pages: int = 1
-
-    @property
-    def is_active(self) -> bool:
-        return self.mission.state == MissionStatus.ACTIVE
-
-    @property
-    def shows_form(self) -> bool:
-        return self.is_active and not self.refusal_text
-
-    @property
-    def unfinished(self) -> tuple[str, ...]:
-        return tuple(item.id for item in self.items if item.unfinished)
-
-    @property
-    def first_shown(self) -> int:
-        return (self.page - 1) * REVIEWS_PER_PAGE + 1 if self.items else 0
-
-    @property
-    def last_shown(self) -> int:
-        return self.first_shown + len(self.items) - 1 if self.items else 0
-
-
-def _criteria(contract_criteria: object, review: object) -> tuple[CriterionView, ...]:
-    reviewed = review.get("criteria", {}) if isinstance(review, dict) else {}
-    views = []
-    for criterion in contract_criteria if isinstance(contract_criteria, list) else ():
-        if not isinstance(criterion, dict):
-            continue
-        summary = reviewed.get(criterion.get("id"), {})
-        views.append(
-            CriterionView(
-                id=str(criterion.get("id", "")),
-                description=str(criterion.get("description", "")),
-                method=str(criterion.get("method", "")),
-                status=summary.get("status"),
-                verdicts=tuple(e for e in summary.get("evidence", ()) if isinstance(e, dict)),
-            )
-        )
-    for criterion_id, summary in reviewed.items():  # the authority's own checks
-        if criterion_id not in {view.id for view in views} and isinstance(summary, dict):
-            views.append(
-                CriterionView(
-                    id=str(criterion_id),
-                    description="the authority's own checks of the submitted artifacts",
-                    method=str(summary.get("method", "")),
-                    status=summary.get("status"),
-                    verdicts=tuple(e for e in summary.get("evidence", ()) if isinstance(e, dict)),
-                )
-            )
-    return tuple(views)
-
-
-def _evidence(items: object, origin: str) -> list[EvidenceView]:
-    if not isinstance(items, list):
-        return []
-    views = (EvidenceView.from_item(evidence, origin) for evidence in items)
-    return [view for view in views if view is not None]
-
-
-def _reviewed(fields: tuple[Any, ...]) -> ReviewedItem:
-    (
-        item_id,
-        state,
-        goal,
-        criteria,
-        review,
-        evidence,
-        submission,
-        accepted,
-        failed,
-        decisions,
-    ) = fields
-    submission = submission if isinstance(submission, dict) else {}
-    failed = failed if isinstance(failed, dict) else None
-    return ReviewedItem(
-        id=item_id,
-        state=state,
-        goal=str(goal or ""),
-        criteria=_criteria(criteria, review),
-        evidence=(
-            *_evidence(submission.get("evidence"), "submission"),
-            *_evidence(evidence, "recorded"),
-        ),
-        outputs=_as_tuple(submission.get("artifacts")),
-        accepted=accepted if isinstance(accepted, dict) else None,
-        failed=failed,
-        failed_evidence=tuple(_evidence((failed or {}).get("evidence"), "failure")),
-        decisions=tuple(d for d in decisions or () if isinstance(d, dict)),
-    )
-
-
-#: the final-approval screen lists this many WorkItems with their reviews per page
-REVIEWS_PER_PAGE = 50
-
-
-def reviewed_items(mission: Mission, ids: Sequence[str] | None = None) -> list[ReviewedItem]:
-    """Each WorkItem (of ``ids``, or all) with its retained review results, in
-    authorisation order: only the fields shown, extracted in the database."""
-    rows = WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
-    if ids is not None:
-        rows = rows.filter(work_item_id__in=list(ids))
-    fields = rows.annotate(
-        shown=_shown(
-            "contract__goal",
-            "contract__acceptance_criteria",
-            "review",
-            "evidence",
-            "submission",
-            "accepted_review",
-            "failed_review",
-            "approval_log",
-        )
-    ).values_list("work_item_id", "state", "shown")
-    by_id = {item: _reviewed((item, state, *shown)) for item, state, shown in fields}
-    ordered = [by_id.pop(item) for item in mission.work_items if item in by_id]
-    return [*ordered, *by_id.values()]
-
-
-def refusal_sentence(refusal: ProtocolError | None, membership: MembershipState | None) -> str:
-    """The write path's refusal of ``mission.approve``, as a sentence a person acts on."""
-    if refusal is None:
-        return ""
-    if refusal.code == ErrorCode.FORBIDDEN:
-        return who_may("mission.approve", "approve", membership)
-    unfinished = (refusal.details or {}).get("unfinished")
-    if refusal.code == ErrorCode.ILLEGAL_TRANSITION and unfinished:
-        return (
-            f"{unfinished_sentence([str(item) for item in unfinished])} The mission can be "
-            f"approved once every WorkItem has ended ({refusal.requirement})."
-        )
-    return f"{refusal.message} ({refusal.requirement})."
-
-
-def _approval_refusal(
-    group_id: str,
-    mission: Mission,
-    states: dict[str, str],
-    caller: Caller,
-    membership: MembershipState | None,
-) -> str:
-    """Why this person's ``mission.approve`` would be refused now, in words ("" if not).
-
-    The role is judged as the write path judges it (``preview.permitted_by``); while the
-    projection shows unfinished WorkItems the form is not offered and they are named (the
-    decider's R10.2-22, which it judges again on submit); only then is the whole command
-    previewed — which reads every WorkItem, too slow to ask of a mission still running."""
-    if "mission.approve" not in preview.permitted_by(caller, membership, ["mission.approve"]):
-        return who_may("mission.approve", "approve", membership)
-    unfinished = [item for item in mission.work_items if states.get(item) in S.UNFINISHED]
-    if unfinished:
-        return (
-            f"{unfinished_sentence(unfinished)} The mission can be approved once every "
-            "WorkItem has ended (R10.2-22)."
-        )
-    body = {"mission": mission.mission_id, "comment": ""}
-    return refusal_sentence(preview.refusal(caller, group_id, "mission.approve", body), membership)
-
-
-def final_approval(
-    group_id: str,
-    mission_id: str,
-    *,
-    caller: Caller,
-    membership: MembershipState | None,
-    page: int = 1,
-) -> FinalApproval | None:
-    """The final-approval screen's contents, or ``None`` when the group has no such mission.
-
-    Whether the form shows is the write path's answer for this person now
-    (``preview.refusal`` of ``mission.approve``): the role, the human-only rule and the
-    unfinished WorkItems are the decider's, never re-judged here.
-    """
-    mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
-    if mission is None:
-        return None
-    rows = dict(
-        WorkItem.objects.filter(group_id=group_id, mission=mission_id).values_list(
-            "work_item_id", "state"
-        )
-    )
-    states = list(rows.values())
-    pages = max(1, -(-len(mission.work_items) // REVIEWS_PER_PAGE))
-    page = min(max(page, 1), pages)
-    start = (page - 1) * REVIEWS_PER_PAGE
-    items = reviewed_items(mission, mission.work_items[start : start + REVIEWS_PER_PAGE])
-    if mission.state == MissionStatus.ACTIVE:
-        refusal = _approval_refusal(group_id, mission, rows, caller, membership)
-        ending = None
-    else:
-        refusal = f"This mission is {mission.state}: there is nothing left to approve."
-        ending = mission_ending(mission, mission_items(mission))
-    return FinalApproval(
-        mission=mission,
-        items=tuple(items),
-        counts=state_counts(states),
-        refusal_text=refusal,
-        ending=ending,
-        total=len(states),
-        page=page,
-        pages=pages,
     )

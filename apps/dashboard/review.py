@@ -1,41 +1,44 @@
-"""Reads behind the evidence review: one submission's criteria with every piece of evidence,
-the authority's checks and the artifacts, and the queue of submissions a person may judge.
+"""Reads behind the evidence review of one submission: its criteria with every piece of
+evidence, the authority's checks and the artifacts, what the person may do now and — once it
+is decided — who decided it, when, and how.
 
 The review a screen shows is the one the write path keeps on the WorkItem projection
 (``review``: R13.2-03's per-criterion summary, opened by ``work.submitted``); the full
 evidence items (result data, artifacts) are read from the log by the sequences that summary
 names — a handful of primary-key reads, never a scan of the group's log. What the person may
-do is asked of the write path's preview (``preview.refusal``), with the body they would send,
-so the screen says why in the protocol's own words when they may not.
+do is asked of the write path's preview (``preview.refusal``), with the body they would send;
+what holds an acceptance for now (someone else's reservation, a check owed or failed) is the
+protocol core's ``acceptance_refusal`` (R13.2-03). The screen says either in words
+(``review_words``), and shows a held button disabled with its reason rather than hiding it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from apps.ledger import preview
 from apps.ledger.models import Event
 from apps.ledger.write_path import Caller
-from apps.registry.models import Membership
 from apps.work.models import Mission, WorkItem
 from missionweave.protocol import states as S
-from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.timefmt import parse_timestamp
-from missionweave.protocol.work.assessment import INTEGRITY
+from missionweave.protocol.work.assessment import INTEGRITY, acceptance_refusal
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from . import previews
+from .artifact_facts import ArtifactFacts, artifact_facts
+from .review_artifacts import corrupted_since, output_names
+from .review_words import WAITING, refusal_text
 from .work_item_cards import Countdown, _now
 
 #: the verdicts a person gives a criterion (wire.md §9 ``work.accept_result``)
 VERDICTS = ("pass", "fail", "needs_changes")
 VERDICT_LABELS = {"pass": "Pass", "fail": "Fail", "needs_changes": "Needs changes"}
-#: roles whose holders judge submissions (evidence.record; accept/fail as the table allows)
-JUDGING_ROLES = frozenset({"reviewer", "coordinator", "mission_owner"})
 #: at most this many artifacts are previewed on one review page; the rest are links
 PREVIEWS_PER_PAGE = 12
 ACCEPT = "work.accept_result"
@@ -43,6 +46,13 @@ SEND_BACK = "work.fail"
 RECORD = "evidence.record"
 RESERVE = "review.reserve"
 RELEASE = "review.release"
+#: the events that take a submission out of review, and what each did, in words
+DECISIONS = {
+    "work.result_accepted": "accepted",
+    "work.failed": "sent back",
+    "work.cancelled": "cancelled",
+    "work.submitted": "replaced by a new submission",
+}
 
 
 # --- evidence --------------------------------------------------------------------------------
@@ -77,6 +87,9 @@ class CriterionView:
     status: str  # claimed, checking, awaiting_review, pass, fail, inconclusive
     evidence: tuple[EvidenceView, ...]
     checks: tuple[EvidenceView, ...]  # the authority's automatic checks on this criterion
+    #: "accepted" or "sent back" once the submission was decided: ``status`` is then the
+    #: decision's verdict, not the evidence summary's (which a review's verdicts never join)
+    decided: str = ""
 
     @property
     def artifacts(self) -> tuple[str, ...]:
@@ -86,12 +99,14 @@ class CriterionView:
 
     @property
     def status_label(self) -> str:
-        return self.status.replace("_", " ")
+        label = self.status.replace("_", " ")
+        return f"{label}, {self.decided}" if self.decided else label
 
 
 @dataclass(frozen=True)
 class Reservation:
-    """Who holds the review now (advisory, expiring by itself: wire.md §9 ``review.reserve``)."""
+    """Who holds the review now (expiring by itself: wire.md §9 ``review.reserve``); while
+    it runs, only its holder decides the submission (R13.2-03)."""
 
     reviewer: str
     countdown: Countdown
@@ -104,17 +119,51 @@ class Reservation:
 
 @dataclass(frozen=True)
 class Permission:
-    """Whether the person may do one of the review's actions, and why not in words."""
+    """Whether the person may do one of the review's actions, and why not in words.
+
+    ``waiting``: the refusal only holds the action for now (someone else's reservation, a
+    check owed or failed): the button shows, disabled, with the reason, and the page
+    enables it when the live update says the hold is gone."""
 
     refusal: ProtocolError | None
+    reason: str = ""
 
     @property
     def allowed(self) -> bool:
         return self.refusal is None
 
     @property
-    def reason(self) -> str:
-        return "" if self.refusal is None else self.refusal.message
+    def waiting(self) -> bool:
+        return self.refusal is not None and self.refusal.code in WAITING
+
+    @property
+    def offered(self) -> bool:
+        """The action's button is on the page (enabled or, while waiting, disabled)."""
+        return self.allowed or self.waiting
+
+    @property
+    def code(self) -> str:
+        return "" if self.refusal is None else self.refusal.code.value
+
+    @property
+    def reserved_by(self) -> str:
+        if self.refusal is None or self.refusal.code != ErrorCode.REVIEW_RESERVED:
+            return ""
+        return str((self.refusal.details or {}).get("reserved_by", ""))
+
+    @property
+    def reserved_until(self) -> str:
+        return str((self.refusal.details or {}).get("expires_at", "")) if self.reserved_by else ""
+
+
+@dataclass(frozen=True)
+class Decided:
+    """How the submission left review: what happened, by whom, when."""
+
+    outcome: str  # accepted, sent back, cancelled, replaced by a new submission
+    by: str
+    at: datetime | None
+    sequence: int
 
 
 @dataclass(frozen=True)
@@ -127,8 +176,7 @@ class ReviewPage:
     submitter: str
     criteria: tuple[CriterionView, ...]
     integrity: CriterionView | None  # the authority's integrity and output-schema check
-    artifacts: tuple[str, ...]  # what was submitted
-    outputs: dict[str, str]
+    artifacts: tuple[ArtifactFacts, ...]  # what was submitted, by its manifest
     previews: dict[str, Any]  # digest -> previews.Preview, for the first PREVIEWS_PER_PAGE
     reservation: Reservation | None
     accept: Permission
@@ -137,6 +185,10 @@ class ReviewPage:
     reserve: Permission
     pending_checks: tuple[str, ...]
     requests: tuple[dict[str, Any], ...]
+    decided: Decided | None = None
+    principal: str = ""
+    #: digests cited here whose stored bytes were found corrupted, with when
+    corrupted_at: dict[str, datetime] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -145,7 +197,8 @@ class ReviewPage:
 
     @property
     def may_decide(self) -> bool:
-        return self.open and (self.accept.allowed or self.send_back.allowed or self.record.allowed)
+        """The verdict form shows: the person may act now, or once a hold is gone."""
+        return self.open and (self.accept.offered or self.send_back.offered or self.record.offered)
 
     @property
     def held_by_other(self) -> bool:
@@ -157,8 +210,16 @@ class ReviewPage:
         """Where the browser keeps this person's unsent verdicts: one draft per submission."""
         return f"mw-review:{self.group_id}:{self.item.id}:{self.submission}"
 
+    @property
+    def corrupted(self) -> tuple[str, ...]:
+        """Digests cited here whose stored bytes no longer match (found since the checks):
+        a check that passed describes them as they were, and the page says so."""
+        found = set(self.corrupted_at)
+        found |= {d for d, shown in self.previews.items() if shown.kind == previews.CORRUPTED}
+        return tuple(sorted(found))
 
-def _evidence_documents(group_id: str, sequences: set[int]) -> dict[int, dict[str, Any]]:
+
+def _documents(group_id: str, sequences: set[int]) -> dict[int, dict[str, Any]]:
     if not sequences:
         return {}
     return {
@@ -243,7 +304,45 @@ def _criterion(
     )
 
 
-def _reservation(review: dict[str, Any], principal: str) -> Reservation | None:
+def _with_decision(
+    criteria: tuple[CriterionView, ...], item: WorkItemState, submission: int
+) -> tuple[CriterionView, ...]:
+    """The criteria as the decision of this submission judged them: the accepting review's
+    verdicts, or the send-back's, instead of the evidence summary's "claimed"."""
+    accepted = item.accepted_review
+    if accepted and int(accepted.get("sequence") or 0) > submission:
+        verdicts = {v["criterion"]: v["verdict"] for v in accepted.get("verdicts", ())}
+        return tuple(
+            replace(c, status=verdicts[c.id], decided="accepted") if c.id in verdicts else c
+            for c in criteria
+        )
+    failed = item.failed_review
+    if failed and int(failed.get("sequence") or 0) > submission:
+        verdicts = {}
+        for evidence in failed.get("evidence", ()):
+            result = evidence.get("result") or {}
+            data = result.get("data") if isinstance(result.get("data"), dict) else {}
+            verdicts[evidence.get("criterion")] = data.get("review_verdict") or result.get(
+                "verdict", "fail"
+            )
+        return tuple(
+            replace(c, status=str(verdicts[c.id]), decided="sent back") if c.id in verdicts else c
+            for c in criteria
+        )
+    return criteria
+
+
+def _deciding_event(item: WorkItemState, submission: int) -> tuple[int, str, str] | None:
+    """The event after ``submission`` that took it out of review, if it is out."""
+    if item.state == S.SUBMITTED:
+        return None
+    return next(
+        (entry for entry in item.history if entry[0] > submission and entry[1] in DECISIONS),
+        None,
+    )
+
+
+def reservation_of(review: dict[str, Any], principal: str) -> Reservation | None:
     held = review.get("reservation")
     if not held:
         return None
@@ -307,8 +406,13 @@ def record_body(item: WorkItemState, principal: str, submission: int) -> dict[st
     }
 
 
-def _permission(caller: Caller, group_id: str, type_: str, body: dict[str, Any]) -> Permission:
-    return Permission(preview.refusal(caller, group_id, type_, body))
+def permission(
+    refusal: ProtocolError | None, *, command: str, roles: tuple[str, ...], state: str
+) -> Permission:
+    """A refusal (or none) with its sentence."""
+    if refusal is None:
+        return Permission(None)
+    return Permission(refusal, refusal_text(refusal, command=command, roles=roles, state=state))
 
 
 def _previews(group_id: str, principal: str, digests: list[str]) -> dict[str, Any]:
@@ -323,7 +427,9 @@ def _previews(group_id: str, principal: str, digests: list[str]) -> dict[str, An
     return shown
 
 
-def review_page(group_id: str, work_item_id: str, *, caller: Caller) -> ReviewPage | None:
+def review_page(
+    group_id: str, work_item_id: str, *, caller: Caller, roles: tuple[str, ...] = ()
+) -> ReviewPage | None:
     """Everything the review screen shows, or ``None`` when the item was never submitted
     (no review to show) or the group has no such item."""
     row = WorkItem.objects.filter(group_id=group_id, work_item_id=work_item_id).first()
@@ -335,9 +441,13 @@ def review_page(group_id: str, work_item_id: str, *, caller: Caller) -> ReviewPa
         return None
     submitter = review["submitter"]
     summaries = review["criteria"]
+    submission = int(review["submission"])
+    deciding = _deciding_event(item, submission)
     sequences = {e["sequence"] for s in summaries.values() for e in s.get("evidence", [])}
-    sequences.add(review["submission"])
-    documents = _evidence_documents(group_id, sequences)
+    sequences.add(submission)
+    if deciding is not None:
+        sequences.add(deciding[0])
+    documents = _documents(group_id, sequences)
     criteria = tuple(
         _criterion(c, summaries.get(c["id"], {}), documents, submitter)
         for c in item.contract.get("acceptance_criteria", [])
@@ -356,13 +466,25 @@ def review_page(group_id: str, work_item_id: str, *, caller: Caller) -> ReviewPa
         if INTEGRITY in summaries
         else None
     )
-    artifacts = list(item.submission.get("artifacts", ()))
+    outputs = dict(item.submission.get("outputs", {}))
+    submitted = list(item.submission.get("artifacts", ()))
     cited = [
-        *artifacts,
+        *submitted,
         *(d for c in criteria for e in (*c.evidence, *c.checks) for d in e.artifacts),
     ]
     principal = caller.principal
-    submission = int(review["submission"])
+    state = item.state
+
+    def asked(type_: str, body: dict[str, Any]) -> Permission:
+        return permission(
+            preview.refusal(caller, group_id, type_, body), command=type_, roles=roles, state=state
+        )
+
+    accept = asked(ACCEPT, accept_body(item))
+    if accept.allowed or accept.waiting:
+        # past the role and state checks: what holds it now is the core's question
+        held = acceptance_refusal(item, principal, _now())
+        accept = permission(held, command=ACCEPT, roles=roles, state=state)
     return ReviewPage(
         group_id=group_id,
         item=item,
@@ -370,143 +492,27 @@ def review_page(group_id: str, work_item_id: str, *, caller: Caller) -> ReviewPa
         submission=submission,
         submitted_at=_recorded_at(documents.get(submission)),
         submitter=submitter,
-        criteria=criteria,
+        criteria=_with_decision(criteria, item, submission),
         integrity=integrity,
-        artifacts=tuple(artifacts),
-        outputs=dict(item.submission.get("outputs", {})),
+        artifacts=tuple(artifact_facts(group_id, submitted, names=output_names(outputs))),
         previews=_previews(group_id, principal, cited),
-        reservation=_reservation(review, principal),
-        accept=_permission(caller, group_id, ACCEPT, accept_body(item)),
-        send_back=_permission(caller, group_id, SEND_BACK, send_back_body(item, principal)),
-        record=_permission(caller, group_id, RECORD, record_body(item, principal, submission)),
-        reserve=_permission(caller, group_id, RESERVE, {"work_item": item.id}),
+        reservation=reservation_of(review, principal),
+        accept=accept,
+        send_back=asked(SEND_BACK, send_back_body(item, principal)),
+        record=asked(RECORD, record_body(item, principal, submission)),
+        reserve=asked(RESERVE, {"work_item": item.id}),
         pending_checks=tuple(review.get("pending_checks", ())),
         requests=tuple(review.get("requests", ())),
+        decided=(
+            Decided(
+                outcome=DECISIONS[deciding[1]],
+                by=deciding[2],
+                at=_recorded_at(documents.get(deciding[0])),
+                sequence=deciding[0],
+            )
+            if deciding is not None
+            else None
+        ),
+        principal=principal,
+        corrupted_at=corrupted_since(cited),
     )
-
-
-# --- the queue -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class QueueItem:
-    group_id: str
-    group_name: str
-    item: WorkItemState
-    submission: int
-    reservation: Reservation | None
-    statuses: dict[str, int]  # criterion status -> how many
-
-    @property
-    def held_by_other(self) -> bool:
-        r = self.reservation
-        return r is not None and r.live and not r.mine
-
-    @property
-    def title(self) -> str:
-        return str(self.item.contract.get("title") or self.item.contract.get("goal", ""))
-
-
-@dataclass(frozen=True)
-class MissionProgress:
-    """How far a mission's review has come: items verified out of all, and waiting now."""
-
-    group_id: str
-    mission: str
-    goal: str
-    total: int
-    verified: int
-    waiting: int
-
-    @property
-    def done_label(self) -> str:
-        return f"{self.verified} of {self.total} verified"
-
-
-@dataclass(frozen=True)
-class ReviewQueue:
-    items: tuple[QueueItem, ...]  # oldest submission first
-    missions: tuple[MissionProgress, ...]
-
-    @property
-    def free(self) -> tuple[QueueItem, ...]:
-        return tuple(i for i in self.items if not i.held_by_other)
-
-    def next_after(self, group_id: str, work_item: str) -> QueueItem | None:
-        """The first free item after ``(group_id, work_item)`` in queue order, wrapping
-        round, never that item itself."""
-        free = [i for i in self.free if (i.group_id, i.item.id) != (group_id, work_item)]
-        keys = [(i.group_id, i.item.id) for i in self.items]
-        if (group_id, work_item) in keys:
-            position = keys.index((group_id, work_item))
-            later = [i for i in free if keys.index((i.group_id, i.item.id)) > position]
-            if later:
-                return later[0]
-        return free[0] if free else None
-
-
-def judging_memberships(principal: str) -> list[Membership]:
-    """The person's active memberships whose roles judge submissions."""
-    rows = Membership.objects.filter(principal=principal, active=True).select_related("group")
-    return [row for row in rows if JUDGING_ROLES & set(row.roles)]
-
-
-def review_queue(principal: str) -> ReviewQueue:
-    """Every submission waiting for review in the person's judging groups, oldest first,
-    except items the person owns (they never judge their own work, R13.2-01)."""
-    items: list[QueueItem] = []
-    mission_keys: set[tuple[str, str]] = set()
-    for membership in judging_memberships(principal):
-        group_id = membership.group_id
-        for row in WorkItem.objects.filter(group_id=group_id, state=S.SUBMITTED):
-            item = row.to_state()
-            if item.review is None or item.owner == principal:
-                continue
-            statuses: dict[str, int] = {}
-            for criterion, summary in item.review["criteria"].items():
-                if criterion == INTEGRITY:
-                    continue
-                statuses[summary["status"]] = statuses.get(summary["status"], 0) + 1
-            items.append(
-                QueueItem(
-                    group_id=group_id,
-                    group_name=membership.group.name,
-                    item=item,
-                    submission=int(item.review["submission"]),
-                    reservation=_reservation(item.review, principal),
-                    statuses=statuses,
-                )
-            )
-            mission_keys.add((group_id, item.mission))
-    items.sort(key=lambda q: (q.submission, q.group_id, q.item.id))
-    return ReviewQueue(tuple(items), _mission_progress(mission_keys, items))
-
-
-def _mission_progress(
-    keys: set[tuple[str, str]], items: list[QueueItem]
-) -> tuple[MissionProgress, ...]:
-    progress = []
-    for group_id, mission_id in sorted(keys):
-        states = list(
-            WorkItem.objects.filter(group_id=group_id, mission=mission_id).values_list(
-                "state", flat=True
-            )
-        )
-        goal = (
-            Mission.objects.filter(group_id=group_id, mission_id=mission_id)
-            .values_list("goal", flat=True)
-            .first()
-        )
-        progress.append(
-            MissionProgress(
-                group_id=group_id,
-                mission=mission_id,
-                goal=goal or "",
-                total=len(states),
-                verified=states.count(S.VERIFIED),
-                waiting=sum(
-                    1 for q in items if (q.group_id, q.item.mission) == (group_id, mission_id)
-                ),
-            )
-        )
-    return tuple(progress)

@@ -14,11 +14,12 @@ from django.http import QueryDict
 
 from missionweave.protocol.identifiers import is_id
 
+from .decision_forms import TEXT_LIMIT, too_long
 from .review import VERDICT_LABELS, VERDICTS
 
 #: what the person does with their verdicts
 ACTIONS = ("accept", "send_back", "record")
-NOTE_LIMIT = 10_000
+NOTE_LIMIT = TEXT_LIMIT
 
 
 @dataclass(frozen=True)
@@ -44,35 +45,35 @@ def parse_review(data: QueryDict, criteria: list[str]) -> tuple[ReviewSubmission
     """The person's review of ``criteria``, or ``None`` and what is wrong, in words."""
     action = data.get("action", "")
     if action not in ACTIONS:
-        return None, "choose to accept the result, send it back, or record your verdicts"
+        return None, "Choose to accept the result, send it back, or record your verdicts."
     verdicts: list[Verdict] = []
     missing: list[str] = []
     for criterion in criteria:
         verdict = data.get(f"verdict-{criterion}", "")
         note = data.get(f"note-{criterion}", "").strip()
         if len(note) > NOTE_LIMIT:
-            return None, f"the note on {criterion} is longer than {NOTE_LIMIT} characters"
+            return None, too_long(f"Your note on {criterion}", len(note), NOTE_LIMIT)
         if verdict not in VERDICTS:
             missing.append(criterion)
             continue
         verdicts.append(Verdict(criterion, verdict, note))
     if missing:
-        return None, f"give a verdict on every criterion (missing: {', '.join(missing)})"
+        return None, f"Give a verdict on every criterion (missing: {', '.join(missing)})."
     if action == "accept":
         failing = [v for v in verdicts if v.verdict != "pass"]
         if failing:
             labels = ", ".join(f"{v.criterion}: {VERDICT_LABELS[v.verdict]}" for v in failing)
             return None, (
-                f"only a result that passes every criterion is accepted ({labels}); "
-                "send it back instead"
+                f"Only a result that passes every criterion is accepted ({labels}): "
+                "send it back instead."
             )
     if action == "send_back" and all(v.verdict == "pass" for v in verdicts):
         return None, (
-            "every criterion passes: accept the result, or change a verdict to send it back"
+            "Every criterion passes: accept the result, or change a verdict to send it back."
         )
     summary = data.get("summary", "").strip()
     if len(summary) > NOTE_LIMIT:
-        return None, f"the summary is longer than {NOTE_LIMIT} characters"
+        return None, too_long("Your summary", len(summary), NOTE_LIMIT)
     command_id = data.get("command_id", "")
     return (
         ReviewSubmission(
@@ -92,3 +93,38 @@ def review_payload(submission: ReviewSubmission) -> dict[str, Any]:
         "verdicts": [v.as_wire() for v in submission.verdicts],
         "summary": submission.summary,
     }
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What the person typed into the review form, as posted: shown again when the server
+    did not act on it (in the form while it can still succeed, else as unsent verdicts)."""
+
+    verdicts: dict[str, str]
+    notes: dict[str, str]
+    summary: str
+    then_next: bool
+
+    @property
+    def empty(self) -> bool:
+        return not (self.verdicts or any(self.notes.values()) or self.summary)
+
+    def lines(self, criteria: list[str]) -> list[tuple[str, str, str]]:
+        """``(criterion, verdict label, note)`` for each criterion the person touched."""
+        return [
+            (c, VERDICT_LABELS.get(self.verdicts.get(c, ""), "no verdict"), self.notes.get(c, ""))
+            for c in criteria
+            if c in self.verdicts or self.notes.get(c)
+        ]
+
+
+def posted_draft(data: QueryDict, criteria: list[str]) -> Draft:
+    """The review form's fields as the person typed them, whatever is wrong with them."""
+    return Draft(
+        verdicts={
+            c: data[f"verdict-{c}"] for c in criteria if data.get(f"verdict-{c}") in VERDICTS
+        },
+        notes={c: data.get(f"note-{c}", "") for c in criteria if data.get(f"note-{c}")},
+        summary=data.get("summary", ""),
+        then_next=data.get("then_next") == "on",
+    )

@@ -1,9 +1,11 @@
 """The evidence review screens: the queue of submissions a person may judge, and one
 submission judged criterion by criterion.
 
-Thin function views: reads from ``review``, the form from ``review_forms``, and every write
-(a verdict, an acceptance, a send-back, a reservation) is a command submitted as the person
-through the one write path, which decides (R13.2-01..05, R10.2-12, R10.2-13). As on every
+Thin function views: reads from ``review`` and ``review_queue``, the form from
+``review_forms``, and every write (a verdict, an acceptance, a send-back, a reservation) is a
+command submitted as the person through the one write path, which decides (R13.2-01..05,
+R10.2-12, R10.2-13). A decision the server does not take is answered with the page again:
+the reason in words and every verdict and note the person typed (issue 34 §3). As on every
 dashboard page, a group the person is not an active member of is 404.
 """
 
@@ -16,16 +18,24 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from apps.ledger.write_path import Caller, Outcome, submit_as_human
-from missionweave.protocol.errors import ProtocolError
+from apps.registry.models import Membership
+from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.timefmt import parse_timestamp
 
-from . import review, selectors
+from . import names, review, review_queue, selectors
 from .access import access_membership
 from .actions import new_command_id, refused
-from .review_forms import ReviewSubmission, parse_review, review_payload
+from .decision_forms import NotSent, Typed, membership_or_none, not_a_member
+from .review_forms import Draft, ReviewSubmission, parse_review, posted_draft, review_payload
+from .review_words import refusal_text
+
+#: the families of events that change a review page or the queue
+QUEUE_FAMILIES = ["work", "evidence", "review", "membership", "mission"]
+PAGE_FAMILIES = ["work", "evidence", "review", "membership", "artifact", "lease"]
 
 
 def _caller(request: HttpRequest) -> Caller:
@@ -37,22 +47,24 @@ def _caller(request: HttpRequest) -> Caller:
 
 def _queue_context(request: HttpRequest) -> dict[str, Any]:
     caller = _caller(request)
-    memberships = review.judging_memberships(caller.principal)
+    memberships = review_queue.judging_memberships(caller.principal)
+    queue = review_queue.review_queue(caller.principal)
+    names.prime(q.reservation.reviewer for q in queue.items if q.reservation is not None)
     return {
-        "queue": review.review_queue(caller.principal),
+        "queue": queue,
         "judging_groups": memberships,
         "stream": {
             "groups": [
                 {"group": m.group_id, "head_sequence": selectors.timeline_head(m.group_id)}
                 for m in memberships
             ],
-            "families": ["work", "evidence", "review", "membership", "mission"],
+            "families": QUEUE_FAMILIES,
         },
     }
 
 
 @login_required
-def review_queue(request: HttpRequest) -> HttpResponse:
+def review_queue_page(request: HttpRequest) -> HttpResponse:
     """Submissions waiting for a verdict across the person's groups, oldest first, with each
     mission's progress and who is reviewing what right now."""
     return render(request, "dashboard/review/queue.html", _queue_context(request))
@@ -81,32 +93,39 @@ def _as_person(
 
 
 def _reserve(request: HttpRequest, group: str, work_item: str) -> ProtocolError | None:
-    """Reserve ``work_item``'s review for the person (advisory, expiring by itself)."""
+    """Reserve ``work_item``'s review for the person: while it runs, only they decide it."""
     return _as_person(request, group, review.RESERVE, work_item)
 
 
 def _open_next(
-    request: HttpRequest, *, after: tuple[str, str] | None = None
+    request: HttpRequest, *, after: tuple[str, str] | None = None, sent: str = ""
 ) -> HttpResponseRedirect:
     """Reserve the next free submission in the person's queue and open it; the queue when
-    none is left. A reservation someone took a moment ago moves on to the one after."""
-    queue = review.review_queue(_caller(request).principal)
+    none is left.
+
+    The queue is read now, at the redirect, not when the page was drawn: a submission
+    decided or reserved by someone else meanwhile is not in it, and one reserved a moment
+    ago is skipped when its reservation is refused. The one opened is reserved for the
+    person first, so nobody else decides it under them (REVIEW_RESERVED). ``sent`` names
+    the draft the next page drops from the browser (it was sent)."""
+    queue = review_queue.review_queue(_caller(request).principal)
     skipped: set[tuple[str, str]] = set()
     current = after
+    suffix = f"?{urlencode({'sent': sent})}" if sent else ""
     while True:
         candidate = (
             queue.next_after(*current)
             if current is not None
             else (queue.free[0] if queue.free else None)
         )
-        if candidate is None or (candidate.group_id, candidate.item.id) in skipped:
-            messages.info(request, "Nothing else is waiting for your review.")
-            return HttpResponseRedirect(reverse("dashboard:reviews"))
-        key = (candidate.group_id, candidate.item.id)
-        if _reserve(request, *key) is None:
-            return HttpResponseRedirect(reverse("dashboard:review", args=key))
-        skipped.add(key)
-        current = key
+        if candidate is None or candidate.key in skipped:
+            fresh = review_queue.review_queue(_caller(request).principal)
+            messages.info(request, fresh.nothing_next(after))
+            return HttpResponseRedirect(reverse("dashboard:reviews") + suffix)
+        if _reserve(request, *candidate.key) is None:
+            return HttpResponseRedirect(reverse("dashboard:review", args=candidate.key) + suffix)
+        skipped.add(candidate.key)
+        current = candidate.key
 
 
 @login_required
@@ -126,34 +145,69 @@ def review_next(request: HttpRequest) -> HttpResponseRedirect:
 # --- one submission --------------------------------------------------------------------------
 
 
-def _page(request: HttpRequest, group: str, work_item: str) -> dict[str, Any]:
-    membership = access_membership(request, group)
-    page = review.review_page(group, work_item, caller=_caller(request))
+def _page(request: HttpRequest, membership: Membership, work_item: str) -> dict[str, Any]:
+    group = membership.group_id
+    page = review.review_page(
+        group, work_item, caller=_caller(request), roles=tuple(membership.roles)
+    )
     if page is None:
         raise Http404("no submission to review")
+    names.prime(
+        [
+            page.submitter,
+            *(e.producer for c in page.criteria for e in (*c.evidence, *c.checks)),
+            *(a.producer for a in page.artifacts),
+            page.reservation.reviewer if page.reservation else "",
+            page.decided.by if page.decided else "",
+        ]
+    )
     return {"group": membership.group, "membership": membership, "page": page}
 
 
-@login_required
-def review_detail(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    access_membership(request, group)
+def _detail(
+    request: HttpRequest,
+    membership: Membership,
+    work_item: str,
+    *,
+    not_sent: NotSent | None = None,
+    draft: Draft | None = None,
+    command_id: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    group = membership.group_id
     head = selectors.timeline_head(group)  # before the projections: see views.group_detail
-    context = _page(request, group, work_item)
+    context = _page(request, membership, work_item)
     page: review.ReviewPage = context["page"]
     context["stream"] = {
         "group": group,
         "head_sequence": head,
         "work_item": work_item,
-        "families": ["work", "evidence", "review", "membership", "artifact", "lease"],
+        "families": PAGE_FAMILIES,
         "draft_key": page.draft_key,
         "criteria": [c.id for c in page.criteria],
         "reserve_url": reverse("dashboard:review-reserve", args=[group, work_item]),
         "may_reserve": page.open and page.reserve.allowed,
         # a reservation of the person's with this long left is not renewed on arrival
         "reserved_for_s": _reserved_for(page),
+        # the server shows what was posted: the browser takes it as the draft
+        "posted": draft is not None,
     }
-    context["command_id"] = new_command_id()
-    return render(request, "dashboard/review/detail.html", context)
+    context["command_id"] = command_id or new_command_id()
+    context["not_sent"] = not_sent
+    context["draft"] = draft
+    criteria = [c.id for c in page.criteria]
+    context["draft_lines"] = draft.lines(criteria) if draft is not None else []
+    context["posted"] = (
+        {"verdicts": draft.verdicts, "notes": draft.notes, "summary": draft.summary}
+        if draft is not None
+        else None
+    )
+    return render(request, "dashboard/review/detail.html", context, status=status)
+
+
+@login_required
+def review_detail(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
+    return _detail(request, access_membership(request, group), work_item)
 
 
 def _reserved_for(page: review.ReviewPage) -> int:
@@ -168,7 +222,7 @@ def _reserved_for(page: review.ReviewPage) -> int:
 @login_required
 def review_section(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
     """The review's body alone, for the page to swap in when evidence or a decision arrives."""
-    context = _page(request, group, work_item)
+    context = _page(request, access_membership(request, group), work_item)
     context["command_id"] = request.GET.get("command_id", "") or new_command_id()
     return render(request, "dashboard/review/body.html", context)
 
@@ -227,28 +281,79 @@ def _submit(
     return outcome
 
 
+_COMMANDS = {"accept": review.ACCEPT, "send_back": review.SEND_BACK, "record": review.RECORD}
+
+
+def _typed(draft: Draft, criteria: list[str]) -> list[Typed]:
+    """The draft as labelled text, for the page a former member gets."""
+    typed = [
+        Typed(f"note-{c}", f"verdict on {c}: {verdict}", note)
+        for c, verdict, note in draft.lines(criteria)
+    ]
+    if draft.summary:
+        typed.append(Typed("summary", "summary", draft.summary))
+    return typed
+
+
 @login_required
 @require_POST
 def review_decide(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
     """Accept the result (``work.accept_result`` with the verdicts, R10.2-12), send it back
     (``work.fail`` with the verdicts as evidence, R10.2-13) or record the verdicts
-    (``evidence.record`` per criterion, R13.2-04) — whichever the person chose."""
-    context = _page(request, group, work_item)
+    (``evidence.record`` per criterion, R13.2-04) — whichever the person chose.
+
+    Whatever the server does not take — an incomplete form, a decision someone else made
+    first, a reservation or a check that holds the acceptance — comes back as the page with
+    the reason in words and the person's verdicts and notes (issue 34 §3)."""
+    membership = membership_or_none(request, group)
+    criteria_ids = [
+        key.removeprefix("verdict-") for key in request.POST if key.startswith("verdict-")
+    ]
+    if membership is None:
+        draft = posted_draft(request.POST, criteria_ids)
+        return not_a_member(request, _typed(draft, criteria_ids))
+    context = _page(request, membership, work_item)
     page: review.ReviewPage = context["page"]
-    back = HttpResponseRedirect(reverse("dashboard:review", args=[group, work_item]))
-    submission, problem = parse_review(request.POST, [c.id for c in page.criteria])
+    criteria = [c.id for c in page.criteria]
+    draft = posted_draft(request.POST, criteria)
+    command_id = request.POST.get("command_id", "")
+    submission, problem = parse_review(request.POST, criteria)
     if submission is None:
-        messages.error(request, f"Nothing was sent: {problem}.", extra_tags="MALFORMED")
-        return back
+        return _detail(
+            request,
+            membership,
+            work_item,
+            not_sent=NotSent(problem),
+            draft=draft,
+            command_id=command_id,
+            status=400,
+        )
     try:
         _submit(request, group, page, submission)
     except ProtocolError as error:
-        return refused(request, error, back.url)
+        if error.code == ErrorCode.NOT_A_MEMBER:
+            return not_a_member(request, _typed(draft, criteria))
+        words = refusal_text(
+            error,
+            command=_COMMANDS[submission.action],
+            roles=tuple(membership.roles),
+            state=page.item.state,
+        )
+        return _detail(
+            request,
+            membership,
+            work_item,
+            not_sent=NotSent(words, error=error),
+            draft=draft,
+            command_id=command_id,
+            status=error.status,
+        )
     messages.success(request, _decided(submission, work_item))
     if submission.then_next:
-        return _open_next(request, after=(group, work_item))
+        return _open_next(request, after=(group, work_item), sent=page.draft_key)
     # ``sent``: the page drops the browser's draft of this submission, now that it is sent
-    return HttpResponseRedirect(f"{back.url}?sent={page.submission}")
+    back = reverse("dashboard:review", args=[group, work_item])
+    return HttpResponseRedirect(f"{back}?{urlencode({'sent': page.draft_key})}")
 
 
 def _release(request: HttpRequest, group: str, work_item: str) -> None:
@@ -266,8 +371,8 @@ def _wants_json(request: HttpRequest) -> bool:
 @login_required
 @require_POST
 def review_reserve(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    """Hold the review for a few minutes, so another reviewer does not judge the same
-    submission at once; the page renews it while it stays open."""
+    """Hold the review for a few minutes: while it runs, only the person decides it (no agent
+    accepts it under them, REVIEW_RESERVED); the page renews it while it stays open."""
     access_membership(request, group)
     refusal = _reserve(request, group, work_item)
     if _wants_json(request):
@@ -275,7 +380,9 @@ def review_reserve(request: HttpRequest, group: str, work_item: str) -> HttpResp
             return JsonResponse({"reserved": True})
         return JsonResponse(
             {"reserved": False, "code": refusal.code.value, "message": refusal.message},
-            status=409 if refusal.code.value == "ILLEGAL_TRANSITION" else 403,
+            status=409
+            if refusal.status == 409 or refusal.code.value == "ILLEGAL_TRANSITION"
+            else 403,
         )
     back = reverse("dashboard:review", args=[group, work_item])
     if refusal is not None:
@@ -295,7 +402,7 @@ def review_release(request: HttpRequest, group: str, work_item: str) -> HttpResp
 
 _ITEM = "groups/<str:group>/work-items/<str:work_item>/review/"
 urlpatterns = [
-    path("reviews/", review_queue, name="reviews"),
+    path("reviews/", review_queue_page, name="reviews"),
     path("reviews/section/", review_queue_section, name="reviews-section"),
     path("reviews/next/", review_next, name="reviews-next"),
     path(_ITEM, review_detail, name="review"),

@@ -1,12 +1,17 @@
 // The mission page: follow the group's log and refresh the page's body when an event about
 // this mission, one of its WorkItems, a same-group child mission, a charge to it, or a
 // membership arrives (the body is rendered by the server; the browser never rebuilds it).
+// A cancel reason typed into a form the refresh drops (someone else ended the mission, a
+// role was taken away, the membership revoked) is shown as "not sent" instead of lost.
 
 import { connectionStatus, followWhileShown } from "./connection.js";
 import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
+import { UnsentText } from "./unsent-text.js";
 
 const data = JSON.parse(document.getElementById("mission-data").textContent);
+const unsent = new UnsentText("mission-body");
+const status = connectionStatus(document.getElementById("connection-status"));
 const missions = new Set([data.mission, ...data.missions]);
 let workItems = new Set(data.work_items);
 
@@ -76,6 +81,7 @@ const body = new LiveSection({
     keepGraphScroll(fresh);
     rememberWorkItems(fresh);
     loadGraph(fresh);
+    unsent.afterSwap();
   },
 });
 
@@ -86,6 +92,9 @@ followWhileShown(
     group: data.group,
     afterSequence: data.head_sequence,
     onEvent: (event) => body.notify(event),
-    onStatus: connectionStatus(document.getElementById("connection-status")),
+    onStatus: (state, label) => {
+      if (state === "revoked") unsent.keepAll();
+      status(state, label);
+    },
   }),
 );

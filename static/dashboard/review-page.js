@@ -1,8 +1,12 @@
 // The review screen: one criterion at a time, judged from the keyboard, with the person's
-// verdicts and notes kept in this browser (localStorage) until they are sent, so a reload
-// or a live refresh loses nothing. The page follows the group's log and refreshes the
-// review when evidence or a decision about this WorkItem arrives, and keeps the person's
-// reservation of the review alive while it stays open.
+// verdicts and notes kept in this browser (localStorage, one draft per submission) until they
+// are sent — so a reload, a live refresh or someone else deciding first loses nothing
+// (issue 34 §3). When the submission is decided by someone else, the page says who and when
+// (server-rendered) and shows the unsent verdicts until the person discards them. The page
+// follows the group's log, refreshes the review when evidence or a decision about this
+// WorkItem arrives, keeps the person's reservation alive while it stays open, and enables
+// Accept only once every criterion has a verdict and nothing holds it (the server decides
+// again on submit).
 //
 // Without scripts every criterion shows at once and the form works as it is.
 
@@ -10,66 +14,178 @@ import { connectionStatus, followWhileShown } from "./connection.js";
 import { keepCountingDown, tick } from "./countdown.js";
 import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
+import { refreshTextLimits, watchTextLimits } from "./text-limits.js";
 
 const data = JSON.parse(document.getElementById("review-data").textContent);
+const posted = JSON.parse(document.getElementById("review-posted").textContent);
 const RENEW_MS = 4 * 60 * 1000;
 const VERDICT_KEYS = { p: "pass", f: "fail", n: "needs_changes" };
+const VERDICT_WORDS = { pass: "Pass", fail: "Fail", needs_changes: "Needs changes" };
+const DRAFT_PREFIX = "mw-review:";
+const THEN_NEXT_KEY = "mw-review-then-next";
+// drafts nobody came back to are forgotten after two weeks
+const DRAFT_TTL_MS = 14 * 24 * 3600 * 1000;
 
 // --- the draft -----------------------------------------------------------------------------
 
-function loadDraft() {
-  try {
-    return JSON.parse(localStorage.getItem(data.draft_key)) || { verdicts: {}, notes: {} };
-  } catch {
-    return { verdicts: {}, notes: {} };
-  }
+function emptyDraft() {
+  return { verdicts: {}, notes: {}, summary: "" };
 }
 
-let draft = loadDraft();
+function isEmpty(draft) {
+  return (
+    !Object.keys(draft.verdicts).length &&
+    !Object.values(draft.notes).some((note) => note) &&
+    !draft.summary
+  );
+}
 
-function saveDraft() {
+function read(key) {
   try {
-    localStorage.setItem(data.draft_key, JSON.stringify(draft));
+    const stored = JSON.parse(localStorage.getItem(key));
+    if (stored && stored.verdicts && stored.notes) return { ...emptyDraft(), ...stored };
+  } catch {
+    // unreadable: start afresh
+  }
+  return emptyDraft();
+}
+
+function write(key, draft) {
+  try {
+    if (isEmpty(draft)) localStorage.removeItem(key);
+    else localStorage.setItem(key, JSON.stringify({ ...draft, savedAt: Date.now() }));
   } catch {
     // storage full or disabled: the form still holds what was typed
   }
 }
 
-function dropDraft() {
-  draft = { verdicts: {}, notes: {} };
+function forget(key) {
   try {
-    localStorage.removeItem(data.draft_key);
+    localStorage.removeItem(key);
   } catch {}
+}
+
+function pruneOldDrafts() {
+  try {
+    for (let i = localStorage.length - 1; i >= 0; i -= 1) {
+      const key = localStorage.key(i);
+      if (!key || !key.startsWith(DRAFT_PREFIX)) continue;
+      const saved = JSON.parse(localStorage.getItem(key))?.savedAt ?? 0;
+      if (Date.now() - saved > DRAFT_TTL_MS) localStorage.removeItem(key);
+    }
+  } catch {}
+}
+
+function keyFor(submission) {
+  return data.draft_key.replace(/:[^:]*$/, ":" + submission);
 }
 
 function body() {
   return document.getElementById("review-body");
 }
 
-// The review was sent (this page's redirect says so) or is over: the draft has done its job.
+// A decision this browser sent (the redirect names its draft): the draft has done its job.
 const params = new URLSearchParams(window.location.search);
-if (params.get("sent") === String(body().dataset.submission)) {
-  dropDraft();
+const sent = params.get("sent");
+if (sent) {
+  if (sent.startsWith(DRAFT_PREFIX)) forget(sent);
   params.delete("sent");
   const query = params.toString();
   history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash);
 }
+pruneOldDrafts();
+
+let draftKey = data.draft_key;
+let draft = read(draftKey);
+if (posted) {
+  // what the server just refused to act on is the latest the person typed
+  draft = {
+    verdicts: { ...draft.verdicts, ...posted.verdicts },
+    notes: { ...draft.notes, ...posted.notes },
+    summary: posted.summary || draft.summary,
+  };
+  write(draftKey, draft);
+}
+
+// --- the unsent verdicts of a decided submission ---------------------------------------------
+
+let unsentKey = null;
+
+function showUnsent(key, unsent) {
+  const panel = document.getElementById("unsent-draft");
+  if (!panel) return;
+  unsentKey = key;
+  const list = panel.querySelector('[data-field="unsent-list"]');
+  list.replaceChildren();
+  const criteria = new Set([...data.criteria, ...Object.keys(unsent.verdicts), ...Object.keys(unsent.notes)]);
+  for (const criterion of criteria) {
+    const verdict = unsent.verdicts[criterion];
+    const note = unsent.notes[criterion];
+    if (!verdict && !note) continue;
+    const item = document.createElement("li");
+    const id = document.createElement("code");
+    id.textContent = criterion;
+    const word = document.createElement("strong");
+    word.textContent = VERDICT_WORDS[verdict] || "no verdict";
+    item.append(id, " ", word);
+    if (note) {
+      const text = document.createElement("span");
+      text.className = "unsent__note";
+      text.textContent = note;
+      item.append(" — ", text);
+    }
+    list.append(item);
+  }
+  const summary = panel.querySelector('[data-field="unsent-summary"]');
+  summary.hidden = !unsent.summary;
+  summary.querySelector("span").textContent = unsent.summary || "";
+  panel.querySelector("#discard-draft").hidden = false;
+  panel.hidden = false;
+}
+
+function hideUnsent() {
+  const panel = document.getElementById("unsent-draft");
+  if (panel) panel.hidden = true;
+  unsentKey = null;
+}
+
+document.getElementById("discard-draft")?.addEventListener("click", () => {
+  if (unsentKey) forget(unsentKey);
+  if (unsentKey === draftKey) draft = emptyDraft();
+  hideUnsent();
+  document.getElementById("review-closed")?.focus?.();
+});
+
+// --- the form and the draft --------------------------------------------------------------------
+
+function radios(root, criterion) {
+  return root.querySelectorAll(`input[name="verdict-${CSS.escape(criterion)}"]`);
+}
 
 function applyDraft(root) {
   if (root.dataset.open !== "true") {
-    dropDraft();
+    // decided by someone else: the verdicts the person typed stay, shown as not sent; a
+    // decision of their own (from another tab) has made the draft moot
+    const closed = root.querySelector("#review-closed");
+    if (closed && closed.dataset.decidedByMe === "true") forget(draftKey);
+    else if (!isEmpty(draft)) showUnsent(draftKey, draft);
     return;
+  }
+  const current = keyFor(root.dataset.submission);
+  if (current !== draftKey) {
+    // a new submission replaced the one the draft was for
+    if (!isEmpty(draft)) showUnsent(draftKey, draft);
+    draftKey = current;
+    draft = read(draftKey);
   }
   for (const criterion of data.criteria) {
     const verdict = draft.verdicts[criterion];
-    for (const radio of root.querySelectorAll(`input[name="verdict-${CSS.escape(criterion)}"]`)) {
-      radio.checked = radio.value === verdict;
-    }
+    for (const radio of radios(root, criterion)) radio.checked = radio.value === verdict;
     const note = root.querySelector(`textarea[name="note-${CSS.escape(criterion)}"]`);
     if (note && draft.notes[criterion] !== undefined) note.value = draft.notes[criterion];
   }
   const summary = root.querySelector('textarea[name="summary"]');
-  if (summary && draft.summary !== undefined) summary.value = draft.summary;
+  if (summary && draft.summary) summary.value = draft.summary;
   showMarks(root);
 }
 
@@ -88,27 +204,78 @@ function showMarks(root) {
   if (progress && root.querySelector("fieldset.verdict-form")) {
     progress.textContent = `${judged} of ${data.criteria.length} judged`;
   }
+  updateButtons(root);
+}
+
+// Accept once every criterion has a verdict and every verdict passes; Send back once every
+// criterion has one and one does not pass; Record once every criterion has one. A button the
+// server holds (someone else's reservation, a check owed or failed: data-held) stays disabled
+// with the server's reason until a live refresh lifts the hold.
+function updateButtons(root) {
+  const verdicts = data.criteria.map((criterion) => {
+    const checked = [...radios(root, criterion)].find((radio) => radio.checked);
+    return checked ? checked.value : null;
+  });
+  const judged = verdicts.filter(Boolean).length;
+  const complete = judged === data.criteria.length;
+  const allPass = complete && verdicts.every((verdict) => verdict === "pass");
+  const rules = [
+    ["#accept-result", complete && allPass],
+    ["#send-back", complete && !allPass],
+    ["#record-verdicts", complete],
+  ];
+  let reason = "";
+  for (const [selector, ready] of rules) {
+    const button = root.querySelector(selector);
+    if (!button || button.dataset.held === "true") continue;
+    button.disabled = !ready;
+  }
+  const accept = root.querySelector("#accept-result");
+  if (!complete) {
+    reason = `Give a verdict on every criterion first: ${judged} of ${data.criteria.length} judged.`;
+  } else if (accept && !allPass && accept.dataset.held !== "true") {
+    reason = "Accept needs a pass on every criterion; send the result back instead.";
+  }
+  const why = root.querySelector("#verdicts-why");
+  if (why && why.textContent !== reason) why.textContent = reason;
 }
 
 document.addEventListener("change", (event) => {
   const field = event.target;
-  if (!(field instanceof HTMLInputElement) || field.type !== "radio") return;
+  if (!(field instanceof HTMLInputElement)) return;
+  if (field.name === "then_next") {
+    try {
+      localStorage.setItem(THEN_NEXT_KEY, field.checked ? "on" : "off");
+    } catch {}
+    return;
+  }
+  if (field.type !== "radio") return;
   const match = field.name.match(/^verdict-(.+)$/);
   if (!match) return;
   draft.verdicts[match[1]] = field.value;
-  saveDraft();
+  write(draftKey, draft);
   showMarks(body());
 });
 
 document.addEventListener("input", (event) => {
   const field = event.target;
-  if (!(field instanceof HTMLTextAreaElement)) return;
+  if (!(field instanceof HTMLTextAreaElement) || !field.closest("#review-body")) return;
   const match = field.name.match(/^note-(.+)$/);
   if (match) draft.notes[match[1]] = field.value;
   else if (field.name === "summary") draft.summary = field.value;
   else return;
-  saveDraft();
+  write(draftKey, draft);
 });
+
+// "Then open the next submission": the person's last choice, remembered in this browser.
+function applyThenNext(root) {
+  const box = root.querySelector('input[name="then_next"]');
+  if (!box || posted) return;
+  try {
+    const remembered = localStorage.getItem(THEN_NEXT_KEY);
+    if (remembered) box.checked = remembered === "on";
+  } catch {}
+}
 
 // --- one criterion at a time ---------------------------------------------------------------
 
@@ -148,6 +315,12 @@ document.addEventListener("click", (event) => {
   if (!link) return;
   event.preventDefault();
   show(data.criteria.indexOf(link.dataset.criterionLink), { focus: true });
+});
+
+// A note over its limit is brought into view before the form refuses to send it.
+document.addEventListener("mw:over-limit", (event) => {
+  const section = event.target.closest("section[data-criterion]");
+  if (section) show(data.criteria.indexOf(section.dataset.criterion));
 });
 
 function setVerdict(verdict) {
@@ -212,15 +385,21 @@ const section = new LiveSection({
   matches: (event) =>
     event.type.startsWith("membership.") || event.payload?.work_item === data.work_item,
   onSwap: (fresh) => {
+    const thenNext = document.querySelector('input[name="then_next"]')?.checked;
     applyDraft(fresh);
+    const box = fresh.querySelector('input[name="then_next"]');
+    if (box && thenNext !== undefined) box.checked = thenNext;
     show(current);
     tick(fresh);
+    refreshTextLimits(fresh);
   },
 });
 
 applyDraft(body());
+applyThenNext(body());
 show(fromHash() >= 0 ? fromHash() : firstUnjudged());
 keepCountingDown();
+watchTextLimits();
 if (data.may_reserve && data.reserved_for_s < RENEW_MS / 1000) reserve();
 setInterval(reserve, RENEW_MS);
 followWhileShown(

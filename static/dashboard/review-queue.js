@@ -7,6 +7,18 @@ import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
 
 const data = JSON.parse(document.getElementById("review-queue-data").textContent);
+
+// A decision sent from a review page (its redirect names the draft): the draft is done with.
+const params = new URLSearchParams(window.location.search);
+const sent = params.get("sent");
+if (sent) {
+  try {
+    if (sent.startsWith("mw-review:")) localStorage.removeItem(sent);
+  } catch {}
+  params.delete("sent");
+  const query = params.toString();
+  history.replaceState(null, "", window.location.pathname + (query ? "?" + query : ""));
+}
 const status = connectionStatus(document.getElementById("connection-status"));
 
 const queue = new LiveSection({

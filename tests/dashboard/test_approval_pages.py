@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import NoReverseMatch, reverse
 
 from apps.ledger.models import Event
+from apps.registry import services
 from missionweave.protocol.examples import INCIDENT_REPORTS_DIGEST
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
@@ -80,6 +81,12 @@ def flash(html: str) -> str:
     return text(element(html, "id", "flash"))
 
 
+def not_sent(html: str) -> str:
+    """The reason a form was not acted on, in words (its technical details left out)."""
+    box = element(html, "id", "not-sent")
+    return text(re.sub(r'<details class="technical-details">.*?</details>', " ", box, flags=re.S))
+
+
 def events(group: str, type_: str) -> list[dict[str, Any]]:
     return [
         json.loads(document)
@@ -107,21 +114,23 @@ def test_the_screen_shows_the_contract_revision_in_full_and_why_it_needs_approva
     assert "summary text/markdown" in text(element(body, "data-field", "outputs"))
     criteria = text(element(body, "data-field", "criteria"))
     assert "c1 Covers every report deterministic" in criteria
-    assert "c2 Accurate and neutral human_review" in criteria
+    assert "c2 Accurate and neutral human review" in criteria
     assert INCIDENT_REPORTS_DIGEST in element(body, "data-field", "inputs")
+    assert text(element(body, "data-field", "inputs")).startswith("input 1")
     allowed = text(element(body, "data-field", "allowed"))
     assert "tools search" in allowed
     assert "data incidents" in allowed
     assert "operations read" in allowed
     budgets = text(element(body, "data-field", "budgets"))
     assert "money 5 0" in budgets  # limit 5, used 0, as people read them
-    assert "side_effects 0" in budgets
+    assert "side effects 0" in budgets
     why = text(element(body, "data-field", "why-approval"))
     assert "risk class high" in why
-    assert "2 distinct mission owners approve this revision (R10.2-06)" in why
+    assert "2 distinct mission owners approve this revision." in why
     assert "0 of 2 mission owners" in text(element(body, "data-field", "quorum"))
     authorised = text(element(body, "data-field", "authorized-by"))
-    assert re.fullmatch(r"agent:w1 · \d{4}-\d\d-\d\d \d\d:\d\d UTC", authorised)
+    assert re.fullmatch(r"w1 · \d{4}-\d\d-\d\d \d\d:\d\d UTC", authorised)
+    assert '<time datetime="' in element(body, "data-field", "authorized-by")
     assert "Nobody has decided on revision 1 yet." in text(element(body, "id", "decisions"))
     start_by = element(body, "data-field", "start-by")
     assert "The owner must start by" in text(start_by)
@@ -173,17 +182,17 @@ def test_approving_from_the_screen_records_the_comment_and_shows_it_everywhere(
     assert fields["contract_revision"] == "1"
     assert fields["next"] == url(owners, item)
 
+    assert f'action="{url(owners, item, "approve/")}"' in element(
+        html, "data-form-key", f"approve:{item}"
+    )
     page, chain = post(
-        client,
-        f"/groups/{owners.group}/work-items/{item}/approve/",
-        fields,
-        comment="Read-only, and the budget is small.",
+        client, url(owners, item, "approve/"), fields, comment="Read-only, and the budget is small."
     )
 
     assert chain[0] == (url(owners, item), 302)
     assert f"Approved revision 1 of {item}: 1 of 2 approvals." in flash(page)
     decisions = text(element(page, "id", "decisions"))
-    assert "✓ user:olga approved revision 1" in decisions
+    assert "✓ olga approved revision 1" in decisions
     assert "Read-only, and the budget is small." in decisions
     assert "You already approved revision 1." in text(element(page, "id", "decide"))
     [granted] = events(owners.group, "approval.execution_granted")
@@ -194,26 +203,25 @@ def test_approving_from_the_screen_records_the_comment_and_shows_it_everywhere(
     assert "Read-only, and the budget is small." in text(element(queue, "id", "approval-queue"))
 
 
-def test_refusing_without_a_reason_is_refused_with_its_code_and_rule(owners: Owners) -> None:
-    """R10.2-06, wire§8: a refusal says why: an empty reason is MALFORMED before anything is
-    sent, shown with its code and R-ID, and nothing is appended; the textarea is required."""
+def test_refusing_without_a_reason_answers_with_the_page_and_says_so(owners: Owners) -> None:
+    """R10.2-06, issue 34 §3: a refusal says why: an empty reason is refused before anything
+    is sent, the page answers again with the reason in words, and nothing is appended; the
+    textarea is required."""
     item = gated(owners)
     html = screen(owners.world.olga, owners, item)
     form = element(html, "data-form-key", f"refuse:{item}")
     assert re.search(r"<textarea[^>]*name=\"comment\"[^>]*required", form)
     before = wf.head(owners.group)
 
-    page, _chain = post(
-        logged_in(owners.world.olga),
-        url(owners, item, "refuse/"),
-        form_fields(html, f"refuse:{item}"),
-        comment="   ",
+    response = logged_in(owners.world.olga).post(
+        url(owners, item, "refuse/"), {**form_fields(html, f"refuse:{item}"), "comment": "   "}
     )
 
-    message = flash(page)
-    assert message.startswith("MALFORMED")
-    assert "a refusal says why" in message
-    assert "R10.2-06" in message
+    assert response.status_code == 400
+    message = not_sent(response.content.decode())
+    assert message == (
+        "Nothing was recorded. Your reason for refusing is empty: write it, then send it again."
+    )
     assert wf.head(owners.group) == before
 
 
@@ -239,12 +247,17 @@ def test_refusing_with_a_reason_stops_the_revision_and_everyone_sees_who_and_why
     assert refused["payload"]["comment"] == "Too broad: name the tables it may read."
     assert refused["actor"] == "user:olga"
     refusal = text(element(page, "data-field", "refusal"))
-    assert "Refused by user:olga" in refusal
+    assert refusal.startswith("Execution refused Revision 1 was refused by olga")
     assert "Too broad: name the tables it may read." in refusal
+    assert "It waits for a corrected contract" in refusal
+    assert text(element(page, "data-field", "state")) == "execution refused"
+    # shown once, in words: never the code, never twice
+    assert "DUPLICATE_APPROVAL" not in page
+    assert page.count("Too broad: name the tables it may read.") == 1
+    assert 'data-field="start-by"' not in page  # its start-by clock stopped
     other = screen(owners.petra, owners, item)
-    why = text(element(other, "data-field", "why-not"))
-    assert "Revision 1 was refused by user:olga" in why
-    assert "Too broad" in why
+    assert "Revision 1 was refused by olga" in text(element(other, "data-field", "refusal"))
+    assert 'data-field="why-not"' not in other
     assert 'data-form-key="approve:' not in other
     inbox = logged_in(owners.petra).get("/").content.decode()
     assert item not in element(inbox, "id", "inbox-approvals")
@@ -261,14 +274,20 @@ def test_a_stale_page_is_refused_as_stale_revision(owners: Owners) -> None:
     wf.accept(world, item, wf.offer(world, item, contract=corrected), revision=2)
     before = wf.head(owners.group)
 
-    page, _chain = post(
-        logged_in(world.olga),
-        f"/groups/{owners.group}/work-items/{item}/approve/",
-        form_fields(html, f"approve:{item}"),
+    response = logged_in(world.olga).post(
+        url(owners, item, "approve/"),
+        {**form_fields(html, f"approve:{item}"), "comment": "Fine as I read it."},
     )
 
-    assert flash(page).startswith("STALE_REVISION")
-    assert "R10.1-05" in flash(page)
+    assert response.status_code == 409
+    page = response.content.decode()
+    assert not_sent(page).startswith(
+        "Nothing was recorded. The contract changed while you read it (it is now revision 2)"
+    )
+    assert "STALE_REVISION" in element(page, "id", "not-sent")  # in the technical details
+    # the form can still succeed on the new revision: it shows it, with the comment kept
+    assert "Fine as I read it.</textarea>" in element(page, "data-form-key", f"approve:{item}")
+    assert form_fields(page, f"approve:{item}")["contract_revision"] == "2"
     assert wf.head(owners.group) == before
 
 
@@ -284,7 +303,7 @@ def test_a_reviewer_is_told_only_mission_owners_decide(owners: Owners) -> None:
         "Only mission owners can approve or refuse an execution; "
         "you are a reviewer in this group." in text(why)
     )
-    assert "FORBIDDEN" in text(why)
+    assert "FORBIDDEN" in element(why, "class", "technical-details")
     assert 'data-form-key="approve:' not in html
     assert 'data-form-key="refuse:' not in html
 
@@ -308,7 +327,6 @@ def test_the_person_who_authorised_the_item_is_told_someone_else_must_approve(
     why = text(element(screen(cora, owners, item), "data-field", "why-not"))
 
     assert "You authorised this WorkItem, so someone else must approve it." in why
-    assert "SELF_APPROVAL" in why
 
 
 def test_a_second_decision_is_explained_as_already_given(owners: Owners) -> None:
@@ -323,13 +341,15 @@ def test_a_refusal_posted_by_a_reviewer_is_forbidden_by_the_write_path(owners: O
     """wire§9: whatever a page offers, the write path decides: FORBIDDEN, nothing appended."""
     item = gated(owners)
     before = wf.head(owners.group)
-    page, _chain = post(
-        logged_in(owners.rita),
+    response = logged_in(owners.rita).post(
         url(owners, item, "refuse/"),
-        {"contract_revision": "1", "command_id": ""},
-        comment="I do not like it",
+        {"contract_revision": "1", "command_id": "", "comment": "I do not like it"},
     )
-    assert flash(page).startswith("FORBIDDEN")
+    assert response.status_code == 403
+    page = response.content.decode()
+    assert "Only mission owners can approve or refuse an execution" in not_sent(page)
+    # the form was never hers: her text is given back beside the reason
+    assert "I do not like it</textarea>" in element(page, "id", "not-sent")
     assert wf.head(owners.group) == before
 
 
@@ -377,10 +397,8 @@ def test_a_missed_start_deadline_says_what_happened_instead(owners: Owners) -> N
 
     html = screen(world.olga, owners, item)
     reassigned = text(element(html, "data-field", "reassigned"))
-    assert re.search(r"reassigned to agent:w3 at \d{4}-\d\d-\d\d \d\d:\d\d UTC", reassigned), (
-        reassigned
-    )
-    assert "start_deadline_missed" in reassigned
+    assert re.search(r"reassigned to w3 \d{4}-\d\d-\d\d \d\d:\d\d UTC", reassigned), reassigned
+    assert reassigned.startswith("Not started by its start-by deadline:")
     assert 'data-field="start-by"' not in html
 
 
@@ -393,10 +411,7 @@ def test_every_route_is_404_for_a_non_member_and_for_an_unknown_item(owners: Own
     nina = logged_in(owners.dash.nina)
     for path in (url(owners, item), url(owners, item, "section/")):
         assert nina.get(path).status_code == 404
-    for path in (
-        url(owners, item, "refuse/"),
-        f"/groups/{owners.group}/work-items/{item}/approve/",
-    ):
+    for path in (url(owners, item, "refuse/"), url(owners, item, "approve/")):
         assert nina.post(path, {"contract_revision": "1", "comment": "no"}).status_code == 404
     olga = logged_in(owners.world.olga)
     assert olga.get(url(owners, "wi-unknown")).status_code == 404
@@ -410,10 +425,7 @@ def test_the_forms_need_the_csrf_token(owners: Owners) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(get_user_model().objects.get(username="olga"))
     before = wf.head(owners.group)
-    for path in (
-        url(owners, item, "refuse/"),
-        f"/groups/{owners.group}/work-items/{item}/approve/",
-    ):
+    for path in (url(owners, item, "refuse/"), url(owners, item, "approve/")):
         response = client.post(path, {"contract_revision": "1", "comment": "because"})
         assert response.status_code == 403
     assert wf.head(owners.group) == before
@@ -435,7 +447,7 @@ def test_the_section_partial_is_the_screens_body_alone(owners: Owners) -> None:
     assert element(before, "id", "approval-body") == before
     wf.approve(owners.petra, owners.group, item)
     after = client.get(url(owners, item, "section/")).content.decode()
-    assert "✓ user:petra approved" in text(element(after, "id", "decisions"))
+    assert "✓ petra approved" in text(element(after, "id", "decisions"))
     assert "fine by me" in text(element(after, "id", "decisions"))
 
 
@@ -456,3 +468,77 @@ def test_the_group_timeline_shows_a_refusal_like_any_approval_event(owners: Owne
     )
     assert "user:olga" in text(event)
     assert "name the tables first" in event
+
+
+# --- nothing typed is lost; plain words (issue 34 §3, §6) ---------------------------------------
+
+#: what a person never reads outside technical details (issue 34 §6)
+JARGON = re.compile(r"\bR\d+\.\d+-\d+\b|wire§|\b[A-Z]{2,}(?:_[A-Z]+)+\b|\b(?:user|agent):[a-z]")
+
+
+def outside_details(html: str) -> str:
+    html = re.sub(r'<details class="technical-details">.*?</details>', " ", html, flags=re.S)
+    return text(re.sub(r"<script\b.*?</script>", " ", html, flags=re.S))
+
+
+def test_a_comment_over_its_limit_is_stated_as_a_limit_and_kept_in_its_form(
+    owners: Owners,
+) -> None:
+    """Issue 34 §6: a 22,000-character comment is "22,000 characters; at most 10,000", not
+    "incomplete"; the page answers again with the whole comment in the form, which still
+    can succeed once shortened. Nothing is appended."""
+    item = gated(owners)
+    html = screen(owners.world.olga, owners, item)
+    comment = "y" * 22_000
+    before = wf.head(owners.group)
+    response = logged_in(owners.world.olga).post(
+        url(owners, item, "approve/"), {**form_fields(html, f"approve:{item}"), "comment": comment}
+    )
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert not_sent(page) == (
+        "Nothing was recorded. Your comment on approving is 22,000 characters; at most 10,000. "
+        "Shorten it and send it again."
+    )
+    assert f">{comment}</textarea>" in element(page, "data-form-key", f"approve:{item}")
+    assert 'data-limit="10000"' in element(page, "id", "approve-comment")
+    assert wf.head(owners.group) == before
+
+
+def test_a_former_member_gets_a_page_with_the_comment_not_a_bare_404(owners: Owners) -> None:
+    """Issue 34 §3, wire.md §4: petra's membership is revoked while the screen is open; her
+    refusal is answered 404 with a page that says nothing was recorded and gives her reason
+    back, naming nothing of the group or the item."""
+    item = gated(owners)
+    html = screen(owners.petra, owners, item)
+    services.membership_revoke(
+        group_id=owners.group, admin=owners.world.alice.caller, principal=owners.petra.principal
+    )
+    response = logged_in(owners.petra).post(
+        url(owners, item, "refuse/"),
+        {**form_fields(html, f"refuse:{item}"), "comment": "Name the tables it reads."},
+    )
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert "You are not a member of this group" in not_sent(page)
+    assert "Name the tables it reads.</textarea>" in page
+    assert item not in outside_details(page)
+
+
+def test_the_screen_has_no_protocol_words_outside_technical_details(owners: Owners) -> None:
+    """Issue 34 §6: for an owner who may decide, a reviewer who may not, after a grant and
+    after a refusal: names, not principals; no R-ID, wire§ or error code."""
+    item = gated(owners)
+    seen = [screen(owners.world.olga, owners, item), screen(owners.rita, owners, item)]
+    wf.approve(owners.petra, owners.group, item)
+    seen.append(screen(owners.petra, owners, item))
+    wf.submit(
+        owners.world.olga,
+        owners.group,
+        "approval.refuse_execution",
+        {"work_item": item, "contract_revision": 1, "comment": "name the tables first"},
+    )
+    seen += [screen(owners.world.olga, owners, item), screen(owners.petra, owners, item)]
+    for html in seen:
+        found = JARGON.findall(outside_details(html))
+        assert not found, found

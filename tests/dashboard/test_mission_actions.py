@@ -82,6 +82,22 @@ def flash(html: str) -> str:
     return text(element(html, "id", "flash"))
 
 
+def refused(
+    client: Client, group: str, mission: str, action: str, status: int, **fields: object
+) -> str:
+    """POST a mission form the server does not act on: it answers ``status`` with a page
+    (issue 34 §3: the reason in words and the typed text kept), never a redirect."""
+    response = client.post(f"/groups/{group}/missions/{mission}/{action}/", fields)
+    assert response.status_code == status, response.status_code
+    return response.content.decode()
+
+
+def not_sent(html: str) -> str:
+    """The reason in words, without the collapsed technical details."""
+    box = element(html, "id", "not-sent")
+    return text(re.sub(r'<details class="technical-details">.*?</details>', " ", box, flags=re.S))
+
+
 def mission_state(group: str, mission: str) -> str:
     return Mission.objects.get(group_id=group, mission_id=mission).state
 
@@ -114,8 +130,8 @@ def test_a_mission_owner_approves_a_mission_with_nothing_unfinished(people: Peop
 def test_approving_a_mission_with_an_unfinished_work_item_is_refused(people: People) -> None:
     """R10.2-22: while a WorkItem is unfinished the approval is ILLEGAL_TRANSITION; the row
     does not offer it (it counts the unfinished items), a POST from a page that did (it was
-    finished a moment ago) shows the refusal with its code and requirement, and nothing is
-    appended."""
+    finished a moment ago) answers with the final-approval page, the refusal in words (its
+    code collapsed in the technical details) and the comment kept; nothing is appended."""
     world = people.dash.world
     mission = wf.mission(world)
     wf.queued(world, mission)
@@ -127,16 +143,16 @@ def test_approving_a_mission_with_an_unfinished_work_item_is_refused(people: Peo
     form = {"command_id": unique("cmd"), "next": f"/groups/{people.group}/"}
 
     before = wf.head(people.group)
-    html = post(client, people.group, mission, "approve", **form)
+    html = refused(client, people.group, mission, "approve", 409, **form, comment="Done, I think")
 
     assert wf.head(people.group) == before
     assert events_of(people.group, "mission.approved") == []
     assert mission_state(people.group, mission) == "active"
-    message = element(html, "data-code", "ILLEGAL_TRANSITION")
-    assert 'role="alert"' in message
-    assert text(message).startswith("ILLEGAL_TRANSITION ")
-    assert "unfinished WorkItems" in text(message)
-    assert "(R10.2-22)" in text(message)
+    box = element(html, "id", "not-sent")
+    assert 'role="alert"' in box
+    assert not_sent(html).startswith("Nothing was recorded. 1 WorkItem is not finished:")
+    assert "ILLEGAL_TRANSITION" in element(box, "class", "technical-details")
+    assert "Done, I think</textarea>" in box  # the form is gone: the comment is given back
 
 
 def test_cancelling_a_mission_cancels_its_unfinished_work_items(people: People) -> None:
@@ -170,9 +186,11 @@ def test_a_cancellation_without_a_reason_is_refused_as_malformed(people: People)
     client = logged_in(people.petra)
     form = form_fields(group_page(client, people.group), f"mission-cancel:{mission}")
     before = wf.head(people.group)
-    html = post(client, people.group, mission, "cancel", **form, reason="")
+    html = refused(client, people.group, mission, "cancel", 400, **form, reason="")
     assert wf.head(people.group) == before
-    assert "reason" in text(element(html, "data-code", "MALFORMED"))
+    assert not_sent(html) == (
+        "Nothing was recorded. Your reason for cancelling is empty: write it, then send it again."
+    )
 
 
 def test_approving_a_child_mission_verifies_its_parent_work_item(people: People) -> None:
@@ -218,9 +236,10 @@ def test_a_coordinator_may_cancel_but_is_not_offered_the_approval(people: People
     assert "mission-approve:" not in block
 
     before = wf.head(people.group)
-    html = post(client, people.group, mission, "approve", comment="")
+    html = refused(client, people.group, mission, "approve", 403, comment="forged")
     assert wf.head(people.group) == before
-    assert text(element(html, "data-code", "FORBIDDEN")).startswith("FORBIDDEN ")
+    assert "Only mission owners approve a mission; you are a coordinator." in not_sent(html)
+    assert "forged</textarea>" in element(html, "id", "not-sent")
 
 
 def test_an_observer_sees_no_actions_and_a_forged_post_appends_nothing(people: People) -> None:
@@ -234,9 +253,16 @@ def test_an_observer_sees_no_actions_and_a_forged_post_appends_nothing(people: P
     assert "mission-actions" not in block
 
     before = wf.head(people.group)
-    for action, field in (("approve", "comment"), ("cancel", "reason")):
-        html = post(client, people.group, mission, action, **{field: "forged"})
-        assert text(element(html, "data-code", "FORBIDDEN")).startswith("FORBIDDEN ")
+    for action, field, words in (
+        ("approve", "comment", "Only mission owners approve a mission; you are an observer."),
+        (
+            "cancel",
+            "reason",
+            "Only coordinators and mission owners cancel a mission; you are an observer.",
+        ),
+    ):
+        html = refused(client, people.group, mission, action, 403, **{field: "forged"})
+        assert words in not_sent(html)
     assert wf.head(people.group) == before
     assert mission_state(people.group, mission) == "active"
 

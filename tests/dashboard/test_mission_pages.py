@@ -6,6 +6,7 @@ Every scene is built with real commands through the one write path
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from apps.dashboard import missions
+from apps.dashboard import mission_reviews, missions
+from apps.registry import services
 from apps.work import reviews
 from apps.work.tasks import STORE
 from tests.dashboard import workflows as wf
@@ -109,7 +111,12 @@ def test_the_mission_page_shows_goal_state_creator_and_counts_per_state(scene: S
 
     assert field(html, "goal") == "Map the outage"
     assert field(html, "state") == "active"
-    assert field(html, "created-by") == world.w1.principal
+    assert field(html, "created-by") == "w1"  # the agent card's name, never ``agent:w1``
+    # the page's title is the mission's goal (issue 34 §6), its id beside it
+    assert (
+        text(element(html, "class", "mission-title")) == f"Map the outage mission {scene.mission}"
+    )
+    assert "<title>Map the outage · " in html
     crumbs = text(element(html, "class", "crumbs"))
     assert crumbs == f"Groups / {world.group} / {scene.mission}" or scene.mission in crumbs
     assert f'href="/groups/{scene.group}/"' in element(html, "class", "crumbs")
@@ -179,7 +186,7 @@ def test_the_final_approval_screen_pages_its_reviews_and_counts_them_all(
 ) -> None:
     """A large mission's reviews come a page at a time; the counts and the unfinished
     WorkItems that keep it from approval (R10.2-22) are the whole mission's."""
-    monkeypatch.setattr(missions, "REVIEWS_PER_PAGE", 1)
+    monkeypatch.setattr(mission_reviews, "REVIEWS_PER_PAGE", 1)
     world = scene.dash.world
     first = wf.authorize(world, scene.mission)
     second = wf.authorize(world, scene.mission)
@@ -325,9 +332,8 @@ def test_the_timeline_slice_lists_the_newest_events_each_linked_to_the_group_tim
     sequences = [int(s) for s in re.findall(r'data-sequence="(\d+)"', timeline)]
     assert sequences == sorted(sequences, reverse=True)
     assert sequences[0] == head
-    assert sequences[-1] == int(
-        re.search(r"event #(\d+)", element(html, "class", "facts facts--inline")).group(1)  # type: ignore[union-attr]
-    )
+    created = re.search(r"#event-(\d+)", element(html, "class", "facts facts--inline"))
+    assert sequences[-1] == int(created.group(1))  # type: ignore[union-attr]
     newest = element(timeline, "data-sequence", str(head))
     assert f'href="/groups/{scene.group}/?before={head + 1}#event-{head}"' in newest
     assert "work.message_posted" in newest
@@ -358,14 +364,17 @@ def test_a_reviewer_is_told_only_mission_owners_approve(scene: Scene) -> None:
 def test_a_mission_owner_is_offered_the_final_approval_and_told_what_is_unfinished(
     scene: Scene,
 ) -> None:
-    """R10.2-22: unfinished WorkItems are named; the final review and cancel are offered."""
+    """R10.2-22, issue 34 §7: unfinished WorkItems are named; the final review is a link to
+    read, not the primary "Review and approve" of a mission that cannot be approved yet;
+    cancel is offered."""
     world = scene.dash.world
     items = [wf.authorize(world, scene.mission) for _ in range(3)]
     html = page(logged_in(world.olga), scene.url())
-    assert field(html, "final-approval-link") == "Review and approve the mission"
+    assert field(html, "final-approval-link") == "Read the final review"
+    assert "button" not in element(html, "data-field", "final-approval-link").split(">")[0]
     assert field(html, "approve-note") == (
         f"3 WorkItems are not finished: {', '.join(items)}. The mission can be approved once "
-        "every WorkItem has ended (R10.2-22)."
+        "every WorkItem has ended."
     )
     form = element(html, "data-form-key", f"mission-cancel:{scene.mission}")
     assert f'action="/groups/{scene.group}/missions/{scene.mission}/cancel/"' in form
@@ -387,7 +396,7 @@ def test_cancelling_from_the_mission_page_returns_to_it_showing_who_and_why(
     html = response.content.decode()
     assert field(html, "state") == "cancelled"
     ending = field(html, "ending")
-    assert ending.startswith("Cancelled by user:olga")
+    assert ending.startswith("Cancelled by olga")
     assert "Out of scope" in ending
     assert "nothing left to approve or cancel" in field(html, "approve-note")
 
@@ -430,19 +439,19 @@ def test_final_approval_lists_each_work_item_with_its_retained_review(scene: Sce
 
     block = element(html, "data-work-item", item)
     accepted = text(element(block, "data-field", "accepted-review"))
-    assert accepted.startswith("Accepted by user:olga on ")
+    assert accepted.startswith("Accepted by olga ")
     assert "Good to go." in accepted
     assert "c1 pass — checks pass" in accepted
     assert "c2 pass — reads neutral to me" in accepted
     c1 = element(block, "data-criterion", "c1")
-    # only the worker's own evidence on c1: a claim, never a pass by itself (R13.2-01)
-    assert text(element(c1, "data-field", "status")) == "claimed"
-    assert "agent:w2: pass" in text(c1)
+    # the verdict of the accepted review, not the evidence summary's stale "claimed"
+    assert text(element(c1, "data-field", "status")) == "pass in the accepted review"
+    assert "w2: pass" in text(c1)
     integrity = element(block, "data-criterion", "authority:integrity")
     assert text(element(integrity, "data-field", "status")) == "pass"
     assert f'href="/groups/{scene.group}/artifacts/sha256:' in block
     evidence = element(block, "class", "evidence-list")
-    assert "by agent:w2" in text(evidence)
+    assert "by w2" in text(evidence)
     assert "deterministic, with the submission" in text(evidence)
 
 
@@ -453,7 +462,7 @@ def test_final_approval_shows_execution_approvals_with_their_comments(scene: Sce
     wf.approve(world.olga, scene.group, item)
     html = page(logged_in(scene.dash.maria), scene.url("final-approval/"))
     block = element(html, "data-work-item", item)
-    assert "Execution approvals: user:olga granted revision 1 ( fine by me )" in text(block)
+    assert "Execution approvals: olga granted revision 1 ( fine by me )" in text(block)
     assert "<q>fine by me</q>" in block
 
 
@@ -474,7 +483,7 @@ def test_final_approval_offers_the_form_once_nothing_is_unfinished(scene: Scene)
     html = response.content.decode()
     assert field(html, "state") == "approved"
     ending = field(html, "ending")
-    assert ending.startswith("Approved by user:olga on ")
+    assert ending.startswith("Approved by olga ")
     assert ending.endswith("“Ship it”") or "Ship it" in ending
     assert 'data-form-key="mission-approve' not in html
     mission_page = page(client, scene.url())
@@ -490,7 +499,7 @@ def test_final_approval_says_which_work_items_are_unfinished(scene: Scene) -> No
     assert 'data-form-key="mission-approve' not in html
     assert field(html, "refusal") == (
         f"1 WorkItem is not finished: {waiting}. The mission can be approved once every "
-        "WorkItem has ended (R10.2-22)."
+        "WorkItem has ended."
     )
     block = element(html, "data-work-item", waiting)
     assert "not finished" in text(block)
@@ -527,3 +536,159 @@ def test_the_mission_page_needs_a_sign_in(scene: Scene) -> None:
     response = Client().get(scene.url())
     assert response.status_code == 302
     assert response["Location"].startswith("/login/")
+
+
+# --- live, stale forms and plain words (issue 34 §3–§7) ------------------------------------------
+
+#: what a person never reads outside technical details (issue 34 §6)
+JARGON = re.compile(r"\bR\d+\.\d+-\d+\b|wire§|\b[A-Z]{2,}(?:_[A-Z]+)+\b|\b(?:user|agent):[a-z]")
+
+
+def outside_details(html: str) -> str:
+    html = re.sub(r'<details class="technical-details">.*?</details>', " ", html, flags=re.S)
+    return text(re.sub(r"<script\b.*?</script>", " ", html, flags=re.S))
+
+
+def not_sent(html: str) -> str:
+    box = element(html, "id", "not-sent")
+    return text(re.sub(r'<details class="technical-details">.*?</details>', " ", box, flags=re.S))
+
+
+def test_review_and_approve_is_the_primary_action_once_every_work_item_has_ended(
+    scene: Scene,
+) -> None:
+    """Issue 34 §7, R10.2-22: the primary button appears when the approval can be given."""
+    verified(scene)
+    html = page(logged_in(scene.dash.world.olga), scene.url())
+    link = element(html, "data-field", "final-approval-link")
+    assert text(link) == "Review and approve the mission"
+    assert 'class="button' in link
+
+
+def test_a_refused_execution_shows_once_on_the_mission_page_by_whom_why_and_when(
+    scene: Scene,
+) -> None:
+    """Issue 34 §4, R10.2-06: the refused item's row says "Execution refused", by whom (a
+    name), why and when, and that it waits for a corrected contract — never a code."""
+    world = scene.dash.world
+    item = wf.queued(world, scene.mission, contract=wf.gated_contract(1))
+    wf.submit(
+        world.olga,
+        scene.group,
+        "approval.refuse_execution",
+        {"work_item": item, "contract_revision": 1, "comment": "Name the tables first."},
+    )
+    html = page(logged_in(scene.dash.maria), scene.url())
+    row = element(element(html, "id", "progress"), "data-work-item", item)
+    refused = text(element(row, "data-field", "execution-refused"))
+    assert refused.startswith("Execution refused by olga ")
+    assert "Name the tables first." in refused
+    assert "waits for a corrected contract or a cancel" in refused
+    assert '<time datetime="' in element(row, "data-field", "execution-refused")
+    assert html.count("Name the tables first.") == 1
+    assert not JARGON.search(outside_details(html))
+
+
+def test_the_final_approval_follows_the_log_through_its_own_section(scene: Scene) -> None:
+    """Issue 34 §5: the screen's body has a section of its own that the page re-fetches when
+    an event about the mission or its WorkItems arrives; the page subscribes after the head
+    and names the WorkItems it follows."""
+    item = verified(scene)
+    client = logged_in(scene.dash.world.olga)
+    html = page(client, scene.url("final-approval/"))
+    body = element(html, "id", "final-approval")
+    section_url = f"/groups/{scene.group}/missions/{scene.mission}/final-approval/section/"
+    assert f'data-refresh-url="{section_url}"' in body
+    data = re.search(
+        r'<script id="final-approval-data" type="application/json">(.*?)</script>', html
+    )
+    assert data is not None
+    stream = json.loads(data.group(1))
+    assert stream["mission"] == scene.mission
+    assert stream["work_items"] == [item]
+    assert stream["head_sequence"] == wf.head(scene.group)
+    assert "membership" in stream["families"]
+    section = page(client, section_url).strip()
+    assert element(section, "id", "final-approval") == section
+    assert 'data-form-key="mission-approve:' in section
+
+
+def test_a_stale_final_approval_answers_with_the_page_the_reason_and_the_comment(
+    scene: Scene,
+) -> None:
+    """Issue 34 §3: petra's page was drawn before olga approved; her click answers 409 with
+    the screen (who approved), the reason in words and her comment kept to copy."""
+    verified(scene)
+    petra = human("petra")
+    grant(scene.dash.world.alice, scene.group, petra, "mission_owner")
+    stale = page(logged_in(petra), scene.url("final-approval/"))
+    fields = dict(
+        re.findall(
+            r'<input type="hidden" name="([a-z_]+)" value="([^"]*)"',
+            element(stale, "data-form-key", f"mission-approve:{scene.mission}"),
+        )
+    )
+    wf.submit(
+        scene.dash.world.olga,
+        scene.group,
+        "mission.approve",
+        {"mission": scene.mission, "comment": ""},
+    )
+    response = logged_in(petra).post(
+        scene.url("approve/"), {**fields, "comment": "Read every review: yes."}
+    )
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert not_sent(html).startswith(
+        "Nothing was recorded. This mission has ended: there is nothing left to approve."
+    )
+    assert "Read every review: yes.</textarea>" in element(html, "id", "not-sent")
+    assert field(html, "ending").startswith("Approved by olga")
+    assert 'data-form-key="mission-approve' not in html
+
+
+def test_a_former_members_final_approval_is_a_page_with_the_comment_not_a_bare_404(
+    scene: Scene,
+) -> None:
+    """Issue 34 §3, wire.md §4: after a revocation the click is 404 — the group is not hers
+    to see — answered with a page that gives her comment back and names nothing of it."""
+    verified(scene)
+    petra = human("petra")
+    grant(scene.dash.world.alice, scene.group, petra, "mission_owner")
+    services.membership_revoke(
+        group_id=scene.group, admin=scene.dash.world.alice.caller, principal=petra.principal
+    )
+    response = logged_in(petra).post(scene.url("approve/"), {"comment": "All verified."})
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "Nothing was recorded" in html
+    assert "You are not a member of this group" in not_sent(html)
+    assert "All verified.</textarea>" in html
+    assert scene.mission not in outside_details(html)
+
+
+def test_a_comment_over_its_limit_is_stated_as_a_limit_on_the_final_approval(
+    scene: Scene,
+) -> None:
+    """Issue 34 §6: "22,000 characters; at most 10,000", the comment kept in its form."""
+    verified(scene)
+    comment = "z" * 22_000
+    response = logged_in(scene.dash.world.olga).post(scene.url("approve/"), {"comment": comment})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "22,000 characters; at most 10,000." in not_sent(html)
+    form = element(html, "data-form-key", f"mission-approve:{scene.mission}")
+    assert f">{comment}</textarea>" in form
+
+
+def test_the_mission_and_final_approval_pages_have_no_protocol_words_outside_details(
+    scene: Scene,
+) -> None:
+    """Issue 34 §6: names, local times, no R-ID, wire§ or error code in what people read."""
+    verified(scene)
+    wf.queued(scene.dash.world, scene.mission)
+    for persona in (scene.dash.world.olga, scene.rita, scene.dash.maria):
+        client = logged_in(persona)
+        for path in (scene.url(), scene.url("final-approval/")):
+            found = JARGON.findall(outside_details(page(client, path)))
+            assert not found, (persona.username, path, found)

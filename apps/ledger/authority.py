@@ -74,11 +74,19 @@ def signed_head(log_row: GroupLog) -> dict[str, Any]:
 
     The head already signed at this sequence, if any, else a new one naming the latest
     signed before it. Two servers signing at once: the database keeps one head per sequence
-    and one successor per head, so the loser reads the winner's head, or signs again after it.
+    and one successor per head, so the loser reads the winner's head, or signs again after it;
+    a server that read the log before a later head was signed reads the log again, so only a
+    log truly behind or beside a signed head is refused.
     """
     group_id, sequence, hash_ = log_row.group_id, log_row.head_sequence, log_row.head_hash
     for _ in range(_SIGNING_ATTEMPTS):
         latest = _latest_signed(group_id)
+        if latest is not None and latest["sequence"] > sequence:
+            # another server signed a later head since this one read the log: read it again
+            fresh = _committed_head(group_id)
+            if fresh[0] > sequence:
+                sequence, hash_ = fresh
+                continue
         if latest is not None and latest["sequence"] >= sequence:
             return _at_or_after_head(latest, group_id, sequence, hash_)
         document = signed(
@@ -103,6 +111,10 @@ def signed_head(log_row: GroupLog) -> dict[str, Any]:
             continue  # signed by another server meanwhile: read what it signed
         return document
     raise ProtocolError(ErrorCode.UNAVAILABLE, f"could not sign the head of {group_id}; try again")
+
+
+def _committed_head(group_id: str) -> tuple[int, str]:
+    return GroupLog.objects.values_list("head_sequence", "head_hash").get(group_id=group_id)
 
 
 def _latest_signed(group_id: str) -> dict[str, Any] | None:

@@ -103,3 +103,19 @@ def test_a_log_rewritten_under_a_signed_head_is_not_signed_over(world: World) ->
     before = SignedHead.objects.filter(group_id=world.group).count()
     assert _head(world.group)["sequence"] == signed["sequence"]  # signed again: the owner's
     assert SignedHead.objects.filter(group_id=world.group).count() == before + 1
+
+
+@pytest.mark.django_db
+def test_a_server_that_read_the_log_before_a_later_head_was_signed_serves_the_later_one(
+    world: World,
+) -> None:
+    """A GET /head reads the head row, a command lands and another server signs the newer
+    head before this one signs: its view is stale, not a cut history. It reads the log
+    again and serves the newer head, signing nothing more."""
+    _accept(world)
+    stale = GroupLog.objects.get(group_id=world.group)
+    _accept(world)
+    newer = _head(world.group)
+    assert newer["sequence"] == stale.head_sequence + 1
+    assert authority.signed_head(stale) == newer
+    assert SignedHead.objects.filter(group_id=world.group).count() == 1

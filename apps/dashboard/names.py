@@ -37,13 +37,17 @@ def _agent_names(agent_ids: set[str]) -> dict[str, str]:
     """The ``name`` of each agent's current card (the newest version wins, as in
     ``Agent.current_card``); an agent without a named card is called by its id."""
     names: dict[str, str] = {}
+    # newest card first for each agent, the first one kept: DISTINCT ON would say it in one
+    # clause, but the embedded default (SQLite) has none, and an agent has few cards
     cards = (
         AgentCard.objects.filter(agent_id__in=agent_ids)
         .order_by("agent_id", "-recorded_at", "-pk")
-        .distinct("agent_id")
         .values_list("agent_id", "card")
     )
+    newest: dict[str, object] = {}
     for agent_id, card in cards:
+        newest.setdefault(agent_id, card)
+    for agent_id, card in newest.items():
         name = card.get("name") if isinstance(card, dict) else None
         if isinstance(name, str) and name.strip():
             names[f"agent:{agent_id}"] = name.strip()

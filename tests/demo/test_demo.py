@@ -4,6 +4,7 @@ state (``--no-serve``), and the served demo with its organisation of agent proce
 from __future__ import annotations
 
 import contextlib
+import http.cookiejar
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -334,11 +336,14 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
                 events = {g: _events(base, token, g) for g in organisation.GROUPS}
                 if _agents_did_the_work(events):
                     break
+        # the screens a person opens first, on SQLite: every query must run there too
+        pages = _dashboard_pages(base, ["/", f"/groups/{cast.GROUP}/", "/reviews/"])
     finally:
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=90)
     output = log_path.read_text()
     assert _agents_did_the_work(events), output
+    assert pages == dict.fromkeys(pages, 200), output
     actors = {e["actor"] for group_events in events.values() for e in group_events}
     assert actors <= DEMO_ACTORS | {f"agent:{spec.id}" for spec in organisation.AGENTS}
     assert {f"agent:{w}" for w in cast.WORKERS} & actors, output
@@ -348,6 +353,30 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
     subprocess.run(  # the projections equal a rebuild from the log (raises otherwise)
         [*manage, "rebuild_projections", "--verify"], cwd=ROOT, env=env, check=True, timeout=300
     )
+
+
+def _dashboard_pages(base: str, paths: list[str]) -> dict[str, int]:
+    """Sign in as the demo's admin through the login form; each page's status."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.open(f"{base}/login/", timeout=30).read()
+    csrf = next(cookie.value for cookie in jar if cookie.name == "csrftoken")
+    form = urllib.parse.urlencode(
+        {
+            "username": "admin",
+            "password": os.environ.get("MWP_DEMO_PASSWORD", "missionweave-demo"),
+            "csrfmiddlewaretoken": csrf,
+        }
+    ).encode()
+    login = urllib.request.Request(f"{base}/login/", data=form, headers={"Referer": base + "/"})
+    opener.open(login, timeout=30).read()
+    statuses = {}
+    for path in paths:
+        try:
+            statuses[path] = opener.open(base + path, timeout=30).status
+        except urllib.error.HTTPError as error:
+            statuses[path] = error.code
+    return statuses
 
 
 def _banner_token(output: str) -> str:

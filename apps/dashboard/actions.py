@@ -57,7 +57,7 @@ def submit_form(
     replayed, not repeated. Non-members get 404, as on every page of the group.
     """
     access_membership(request, group)
-    back_url = _return_to(request, reverse("dashboard:group", args=[group]))
+    back_url = return_to(request, reverse("dashboard:group", args=[group]))
     back = HttpResponseRedirect(back_url)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
@@ -67,16 +67,9 @@ def submit_form(
             words=form_problems(form),
         )
         return back
-    command_id = form.cleaned_data.get("command_id")
     submitted = body(form.cleaned_data)
     try:
-        outcome = submit_as_human(
-            caller=Caller.for_user(request.user),
-            group_id=group,
-            type_=type_,
-            body=submitted,
-            command_id=command_id if is_id(command_id) else new_command_id(),
-        )
+        outcome = submit_form_command(request, group, type_, submitted, form.cleaned_data)
     except ProtocolError as error:
         return refused(request, error, back_url)
     messages.success(request, confirm(submitted, outcome))
@@ -114,7 +107,22 @@ def show_refusal(request: HttpRequest, error: ProtocolError, *, words: str = "")
     messages.error(request, words or plain_refusal(error), extra_tags=technical)
 
 
-def _return_to(request: HttpRequest, default: str) -> str:
+def submit_form_command(
+    request: HttpRequest, group: str, type_: str, submitted: dict[str, Any], cleaned: dict[str, Any]
+) -> Outcome:
+    """Submit a form's command as the signed-in person, under the form's own command id when
+    it carries one (a resubmitted page replays, never repeats), else a fresh one."""
+    command_id = cleaned.get("command_id")
+    return submit_as_human(
+        caller=Caller.for_user(request.user),
+        group_id=group,
+        type_=type_,
+        body=submitted,
+        command_id=command_id if is_id(command_id) else new_command_id(),
+    )
+
+
+def return_to(request: HttpRequest, default: str) -> str:
     """The form's ``next`` if it is a page of this site, else ``default`` (no open redirect)."""
     target = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(

@@ -23,15 +23,13 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.utils.http import url_has_allowed_host_and_scheme
 
-from apps.ledger.write_path import Caller, Outcome, submit_as_human
+from apps.ledger.write_path import Outcome
 from apps.registry.models import Membership
 from missionweave.protocol.errors import ProtocolError
-from missionweave.protocol.identifiers import is_id
 
 from .access import access_membership
-from .actions import new_command_id
+from .actions import return_to, submit_form_command
 from .refusal_words import count
 
 #: the longest text a command carries (``validation.check_text``)
@@ -118,16 +116,6 @@ def not_a_member(request: HttpRequest, typed: Sequence[Typed]) -> HttpResponse:
     )
 
 
-def return_to(request: HttpRequest, default: str) -> str:
-    """The form's ``next`` if it is a page of this site, else ``default``."""
-    target = request.POST.get("next", "")
-    if url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return default
-
-
 def decide(
     request: HttpRequest,
     group: str,
@@ -150,16 +138,9 @@ def decide(
         return not_a_member(request, typed)
     if not form.is_valid():
         return again(NotSent(form_problem(form, labels), typed, None, form_name), 400)
-    command_id = form.cleaned_data.get("command_id")
     submitted = body(form.cleaned_data)
     try:
-        outcome = submit_as_human(
-            caller=Caller.for_user(request.user),
-            group_id=group,
-            type_=type_,
-            body=submitted,
-            command_id=command_id if is_id(command_id) else new_command_id(),
-        )
+        outcome = submit_form_command(request, group, type_, submitted, form.cleaned_data)
     except ProtocolError as error:
         return again(NotSent(words(error), typed, error, form_name), error.status)
     messages.success(request, confirm(submitted, outcome))

@@ -82,8 +82,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # SECURE_CSP on every response that does not set its own (the raw artifact routes do)
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
-    # Serves the dashboard's CSS and JS from every ASGI server, without a separate web server.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Serves the dashboard's CSS and JS from every ASGI server, without a separate web server
+    # (WhiteNoise, with an asynchronous body under ASGI: missionweave/static_files.py).
+    "missionweave.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -528,3 +528,80 @@ def test_another_owners_refusal_reaches_the_open_approval_page_and_keeps_the_typ
     expect(mia.locator('[data-field="unsent-text"]')).to_have_value("Read it: the scope is fine.")
     expect(mia.locator("body")).not_to_contain_text("DUPLICATE_APPROVAL")
     check_screen(mia, "decisions-10-approval-refused-by-another-owner")
+
+
+#: issue 34 §4: the start window of the items in the sweep test, long enough for Olga to refuse
+#: one on a loaded machine; the Celery beat sweeps every half second (tests/celery_processes.py),
+#: so the other is reassigned soon after it passes
+START_WITHIN_S = 8
+#: how long the test waits for the sweep to reassign the control item
+SWEEP_WAIT_S = 30.0
+
+
+def _offered_with_a_start_window(world: World, mission_id: str) -> str:
+    """A gated item (one approval) offered to w2 with a short start window and accepted."""
+    contract = wf.gated_contract(1, deadline=now_text(86_400))
+    item = wf.authorize(world, mission_id, contract=contract)
+    offer_id = f"{item}-o"
+    body = {
+        "work_item": item,
+        "offers": [{"offer": offer_id, "worker": world.w2.principal, "expires_at": now_text(600)}],
+        "mode": "urgent",
+        "selection_basis": wf.SELECTION_BASIS,
+        "start_within_s": START_WITHIN_S,
+    }
+    wf.submit(world.w1, world.group, "work.offer", body)
+    wf.accept(world, item, offer_id)
+    return item
+
+
+def test_a_refused_item_is_not_reassigned_after_its_start_by_passes(
+    cast: Cast, stack: LiveServer, browser: Browser, contexts: list[BrowserContext]
+) -> None:
+    """Issue 34 §4 (R10.2-06, R11.3-02): Olga refuses one of two gated items from her browser.
+    Both start-by times pass with Celery's beat sweeping every half second: the item nobody
+    refused is reassigned (so the sweep did run), the refused one stays queued with w2 at
+    ownership epoch 1, its worker's ``work.start`` is refused, its page still says "execution
+    refused" with no countdown, and Olga's inbox lists it as "needs a corrected contract"."""
+    world = cast.world
+    olga = signed_in(browser, contexts, stack, world.olga)
+    coordinator, worker = agents(stack, world)
+    mission_id = in_plain_thread(wf.mission, world)
+    refused_item = in_plain_thread(_offered_with_a_start_window, world, mission_id)
+    control_item = in_plain_thread(_offered_with_a_start_window, world, mission_id)
+    olga.goto(f"{stack.url}/groups/{world.group}/work-items/{refused_item}/approval/")
+    olga.get_by_label("Why it must not run (required to refuse)").fill("Not with live data.")
+    olga.get_by_role("button", name="Refuse revision 1").click()
+    expect(olga.locator("#flash")).to_contain_text(f"Refused revision 1 of {refused_item}")
+
+    deadline = time.monotonic() + SWEEP_WAIT_S
+    path = f"/groups/{world.group}/work-items"
+    while coordinator.get_json(f"{path}/{control_item}")["reassignments"] < 1:
+        assert time.monotonic() < deadline, "the sweep never reassigned the control item"
+        time.sleep(0.2)
+    time.sleep(1.0)  # two more sweeps after the one that reassigned the control item
+
+    item = coordinator.get_json(f"{path}/{refused_item}")
+    assert (item["state"], item["owner"], item["ownership_epoch"]) == (
+        "queued",
+        world.w2.principal,
+        1,
+    )
+    assert item["reassignments"] == 0
+    with pytest.raises(ApiError) as start:
+        worker.submit(world.group, "work.start", {"work_item": refused_item, "ownership_epoch": 1})
+    assert (start.value.status, start.value.code) == (403, "APPROVAL_REQUIRED")
+
+    olga.goto(f"{stack.url}/groups/{world.group}/work-items/{refused_item}/")
+    refused_note = olga.locator('[data-field="execution-refused"]')
+    expect(refused_note).to_contain_text("Execution refused by Olga Ortiz")
+    expect(refused_note).to_contain_text("Not with live data.")
+    expect(olga.locator('[data-field="start-countdown"]')).to_have_count(0)
+    check_screen(olga, "decisions-11-refused-item-after-its-start-by")
+
+    olga.goto(f"{stack.url}/")
+    entry = olga.locator(f'[data-work-item="{refused_item}"]')
+    expect(entry.locator('[data-field="needs-contract"]')).to_have_text(
+        "needs a corrected contract"
+    )
+    check_screen(olga, "decisions-12-inbox-needs-a-corrected-contract")

@@ -161,10 +161,10 @@ def test_budgets_show_the_item_its_mission_and_each_ancestor_used_against_their_
     assert rows == {
         "money": "money 0.25 5 5%",
         "tokens": "tokens 3,000 200,000 1.5%",
-        "tool_calls": "tool_calls 3 100 3%",
+        "tool_calls": "tool calls 3 100 3%",
         "compute": "compute 0 3,600 0%",
-        "wall_clock": "wall_clock 0 7,200 0%",
-        "side_effects": "side_effects 0 0 0%",
+        "wall_clock": "wall clock 0 7,200 0%",
+        "side_effects": "side effects 0 0 0%",
     }
     bar = element(own, "data-dimension", "tokens")
     assert '<progress max="100" value="1.5"' in bar
@@ -175,7 +175,7 @@ def test_budgets_show_the_item_its_mission_and_each_ancestor_used_against_their_
     assert text(element(own_mission, "data-dimension", "tokens")) == "tokens 4,000 200,000 2%"
     assert text(element(own_mission, "data-dimension", "money")) == "money 0.25 5 5%"
     unlimited = element(own_mission, "data-dimension", "tool_calls")
-    assert text(unlimited) == "tool_calls 3 unlimited —"
+    assert text(unlimited) == "tool calls 3 unlimited —"
     assert "<progress" not in unlimited
 
     ancestor = element(body, "data-budget", f"mission:{top}")

@@ -6,17 +6,21 @@ the log by sequence. A lost hint only delays delivery until the consumer's next 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import hashlib
 import itertools
 import logging
 import os
 import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import Context
 from typing import Any
 
 import redis
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 from redis.connection import AbstractConnection
@@ -36,7 +40,17 @@ def group_channel(group_id: str) -> str:
 
 
 def announce_head(group_id: str, sequence: int) -> None:
-    """Tell consumers of ``group_id`` that its head is now ``sequence``; never raises."""
+    """Tell consumers of ``group_id`` that its head is now ``sequence``; never raises and
+    never waits for an event loop.
+
+    The caller is often a request's thread under ASGI. It must not enter ``async_to_sync``:
+    a client that goes away meanwhile cancels the request, asgiref then copies the thread's
+    context, mid-call, into the request's, and Django's ``request_finished`` finds an
+    executor that has quit ("CurrentThreadExecutor already quit or is broken", issue 34 §7).
+    So the Redis pub/sub layer is published by its sender thread, the in-memory layer's
+    ``group_send`` is started on the loops its listeners run on, and any other layer is sent
+    from a thread of its own.
+    """
     layer = get_channel_layer()
     if layer is None:
         return
@@ -46,10 +60,53 @@ def announce_head(group_id: str, sequence: int) -> None:
         publisher = _publisher(layer)
         if publisher is not None:
             publisher.publish(channel, message)
-        else:  # the in-memory layer: on its consumers' loop, which async_to_sync finds
-            async_to_sync(layer.group_send)(channel, message)
+        elif isinstance(layer, InMemoryChannelLayer):
+            _start_on_listening_loops(layer, channel, message)
+        else:
+            _other_layers.submit(_send_from_this_thread, layer, channel, message)
     except Exception:  # a hint that cannot be sent is not an error of the command
         logger.warning("could not announce head of %s", group_id, exc_info=True)
+
+
+#: the loops of this process on which a stream tail listens to the in-memory layer; its
+#: queues belong to those loops, so its ``group_send`` must run there
+_listening_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+#: sends started on those loops and not finished (a task nobody holds may be collected)
+_sending: set[asyncio.Task[None]] = set()
+#: one thread sends hints on any other layer (its own loop per send, as async_to_sync makes)
+_other_layers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mwp-hints")
+
+
+def listen_on_this_loop() -> None:
+    """Called by a stream tail as it joins the hints: the in-memory layer's hints for this
+    process are started on the running loop from now on (it is forgotten once closed)."""
+    _listening_loops.add(asyncio.get_running_loop())
+
+
+def _start_on_listening_loops(layer: Any, channel: str, message: dict[str, Any]) -> None:
+    for loop in list(_listening_loops):
+        if not loop.is_closed():
+            # an empty context: the send inherits nothing of the caller's request
+            loop.call_soon_threadsafe(_start_send, layer, channel, message, context=Context())
+
+
+def _start_send(layer: Any, channel: str, message: dict[str, Any]) -> None:
+    task = asyncio.get_running_loop().create_task(layer.group_send(channel, message))
+    _sending.add(task)
+    task.add_done_callback(_sent)
+
+
+def _sent(task: asyncio.Task[None]) -> None:
+    _sending.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("could not announce a head", exc_info=task.exception())
+
+
+def _send_from_this_thread(layer: Any, channel: str, message: dict[str, Any]) -> None:
+    try:
+        async_to_sync(layer.group_send)(channel, message)
+    except Exception:
+        logger.warning("could not announce a head on %s", channel, exc_info=True)
 
 
 class _SyncPublisher:

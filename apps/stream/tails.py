@@ -55,7 +55,7 @@ from django.conf import settings
 
 from apps.ledger import head as heads
 from apps.ledger import selectors
-from apps.ledger.broadcast import group_channel
+from apps.ledger.broadcast import group_channel, listen_on_this_loop
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 
 logger = logging.getLogger(__name__)
@@ -220,6 +220,7 @@ class GroupTail:
         try:
             channel = await layer.new_channel("mwp.tail.")
             await layer.group_add(hints, channel)
+            listen_on_this_loop()  # the in-memory layer's hints are started here
             self.joined.set()
             while True:
                 message = await layer.receive(channel)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 import redis
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 
 from apps.ledger import broadcast
@@ -184,3 +185,69 @@ def test_a_server_that_answers_anyway_turns_the_sender_to_round_trips(pubsub_lay
     assert (heads, more) == ([2], [3])
     assert publisher._answers_anyway is True
     assert _hint_connections(pubsub_layer) == []  # the quiet one was closed
+
+
+IN_MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def test_an_in_memory_hint_reaches_a_listener_on_its_loop_without_the_caller_waiting(
+    settings,
+) -> None:
+    """The embedded default: a request's thread announces; the hint is started on the loop
+    a stream tail listens on and arrives there, while the thread has already returned."""
+    settings.CHANNEL_LAYERS = IN_MEMORY
+    layer = get_channel_layer()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> dict:
+        channel = await layer.new_channel("test.")
+        await layer.group_add(group_channel(group), channel)
+        broadcast.listen_on_this_loop()
+        returned = await asyncio.to_thread(announce_head, group, 4)
+        assert returned is None
+        return await asyncio.wait_for(layer.receive(channel), timeout=5)
+
+    assert asyncio.run(scenario()) == {"type": "group.head", "group": group, "head": 4}
+
+
+def test_a_request_whose_client_left_before_it_announced_leaves_django_a_working_executor(
+    settings,
+) -> None:
+    """Issue 34 §7, the demo's ``RuntimeError: CurrentThreadExecutor already quit or is
+    broken`` in ``request_finished``: a sync view's client goes away while the view still
+    works; Django's ASGI handler stops awaiting it, and asgiref copies the view thread's
+    context into the request's there and then. The view then commits and announces the new
+    head on the in-memory layer. Had it entered ``async_to_sync`` for that, the executor it
+    made would have been in the request's context too, quit by the time Django sends
+    ``request_finished`` through ``sync_to_async`` in the same task."""
+    settings.CHANNEL_LAYERS = IN_MEMORY
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    gone, view_done = threading.Event(), threading.Event()
+
+    def view() -> None:
+        try:
+            gone.wait(timeout=5)  # still working when the client leaves
+            announce_head(group, 1)  # then on_commit announces
+        finally:
+            view_done.set()
+
+    async def request() -> str:
+        async with ThreadSensitiveContext():
+            try:
+                await sync_to_async(view)()
+            except asyncio.CancelledError:
+                asyncio.current_task().uncancel()  # RequestAborted, as Django handles it
+            await asyncio.to_thread(view_done.wait, 5)
+            await asyncio.sleep(0.1)
+            # request_finished: a sync receiver, in the request's context
+            return await asyncio.wait_for(sync_to_async(lambda: "finished")(), timeout=10)
+
+    async def scenario() -> str:
+        broadcast.listen_on_this_loop()
+        handling = asyncio.create_task(request())
+        await asyncio.sleep(0.05)
+        handling.cancel()  # the client went away
+        gone.set()
+        return await handling
+
+    assert asyncio.run(scenario()) == "finished"

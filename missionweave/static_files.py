@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings as django_settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, HttpRequest
 from whitenoise.middleware import WhiteNoiseMiddleware
@@ -24,7 +25,33 @@ CHUNK_BYTES = 64 * 1024
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
-    """WhiteNoise, with an asynchronous body for ASGI requests."""
+    """WhiteNoise, with an asynchronous body for ASGI requests, and able to run in the
+    request's own mode (``missionweave.middleware_modes``): under ASGI the chain after it is
+    awaited, never driven from a thread."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Any = None, settings: Any = django_settings) -> None:
+        super().__init__(get_response, settings=settings)
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if self.is_async:
+            return self.acall(request)
+        return super().__call__(request)
+
+    async def acall(self, request: HttpRequest) -> Any:
+        if self.autorefresh:  # development only: the file system is asked on each request
+            static_file = await sync_to_async(self.find_file)(request.path_info)
+        else:
+            static_file = self.files.get(request.path_info)
+        if static_file is None:
+            return await self.get_response(request)
+        # opening and stat-ing the file: off the event loop
+        return await sync_to_async(self.serve, thread_sensitive=False)(static_file, request)
 
     @staticmethod
     def serve(static_file: Any, request: HttpRequest) -> FileResponse:

@@ -9,10 +9,12 @@ error keeps the wire.md §8 shape (``apps.api.middleware.ApiErrorMiddleware``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
+
+from missionweave.middleware_modes import DualModeMiddleware
 
 #: the API's paths, where errors are JSON (the dashboard sits beside the API, not on it)
 API_PREFIX = "/api/"
@@ -25,27 +27,36 @@ def _is_page(response: HttpResponse) -> bool:
     return b"<!doctype html" in head or b"<html" in head
 
 
-class StyledErrorsMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+class StyledErrorsMiddleware(DualModeMiddleware):
+    def call(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
-        template = STYLED.get(response.status_code)
-        if (
-            template is None
-            or request.path.startswith(API_PREFIX)
-            or getattr(response, "streaming", False)
-            or _is_page(response)
-        ):
+        return _styled(request, response) if _needs_style(request, response) else response
+
+    async def acall(self, request: HttpRequest) -> HttpResponseBase:
+        response = await self.get_response(request)
+        if not _needs_style(request, response):
             return response
-        reason = response.content.decode("utf-8", "replace").strip()[:200]
-        styled = render(
-            request,
-            template,
-            {"reason": reason, "allowed": response.get("Allow", "")},
-            status=response.status_code,
-        )
-        if response.has_header("Allow"):
-            styled["Allow"] = response["Allow"]
-        return styled
+        # rendering reads the person's session and names: in a thread, like a view
+        return await sync_to_async(_styled)(request, response)
+
+
+def _needs_style(request: HttpRequest, response: HttpResponseBase) -> bool:
+    return (
+        response.status_code in STYLED
+        and not request.path.startswith(API_PREFIX)
+        and not getattr(response, "streaming", False)
+        and not _is_page(response)
+    )
+
+
+def _styled(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    reason = response.content.decode("utf-8", "replace").strip()[:200]
+    styled = render(
+        request,
+        STYLED[response.status_code],
+        {"reason": reason, "allowed": response.get("Allow", "")},
+        status=response.status_code,
+    )
+    if response.has_header("Allow"):
+        styled["Allow"] = response["Allow"]
+    return styled

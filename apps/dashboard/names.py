@@ -9,13 +9,15 @@ rendering a template) the book is a fresh one per call: correct, only not shared
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextvars import ContextVar
 
 from django.contrib.auth import get_user_model
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 from apps.registry.models import AgentCard
+from missionweave.middleware_modes import DualModeMiddleware
 from missionweave.protocol.identifiers import AUTHORITY
 
 #: the authority (wire.md §2) as people call it in a sentence
@@ -104,16 +106,20 @@ def display_name(principal: object) -> str:
     return book[principal]
 
 
-class NameBookMiddleware:
+class NameBookMiddleware(DualModeMiddleware):
     """One name book per request (see the module docstring). The book is a dict the request's
     code mutates in place, so a view run in a worker thread (ASGI) fills the same book."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def call(self, request: HttpRequest) -> HttpResponseBase:
         token = _book.set({})
         try:
             return self.get_response(request)
+        finally:
+            _book.reset(token)
+
+    async def acall(self, request: HttpRequest) -> HttpResponseBase:
+        token = _book.set({})
+        try:
+            return await self.get_response(request)
         finally:
             _book.reset(token)

@@ -303,6 +303,45 @@ class WorkItemSerializer(serializers.Serializer):
         "waits_for: corrected_contract}; the item waits for a corrected contract or a cancel "
         "(R10.2-06)",
     )
+    messages = serializers.IntegerField(help_text="messages posted in its conversation")
+    open_questions = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="message ids of the open essential questions: while one is open the offer "
+        "cannot be accepted (R10.1-03)",
+    )
+    question_askers = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="who asked each open question (message id → principal): the asker never "
+        "settles it (R10.1-04)",
+    )
+    priority_changes = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="work.reprioritized changes, oldest first, the latest 50: {urgency, "
+        "deadline, previous {urgency, deadline}, reason, by, sequence, recorded_at}; the "
+        "contract holds the current values (R0-12, R11.3-11)",
+    )
+
+
+class PresenceAmountsSerializer(serializers.Serializer):
+    total = serializers.FloatField(min_value=0)
+    free = serializers.FloatField(min_value=0, help_text="at most total")
+
+
+class PresenceRequestSerializer(serializers.Serializer):
+    """``POST /presence`` (R11.1-11): capacity as a whole, never by group (R11.2-02)."""
+
+    slots = serializers.IntegerField(min_value=1, max_value=10_000)
+    slots_free = serializers.IntegerField(min_value=0, max_value=10_000, help_text="at most slots")
+    resources = serializers.DictField(
+        child=PresenceAmountsSerializer(),
+        required=False,
+        help_text="named resources (1..128 characters, at most 64): {total, free}",
+    )
+
+
+class PresenceSerializer(PresenceRequestSerializer):
+    agent = serializers.CharField(help_text="agent:<id>")
+    reported_at = serializers.CharField(help_text="the authority's time of the report")
 
 
 class CapabilityCheckRequestSerializer(serializers.Serializer):
@@ -431,6 +470,29 @@ class ContextPackageSerializer(serializers.Serializer):
     forwarded = ContextCrossingSerializer(many=True)
     received_from = serializers.CharField(allow_null=True)
     forwarded_by = serializers.CharField(allow_null=True)
+
+
+class ContextVersionRefSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    digest = serializers.CharField()
+    sequence = serializers.IntegerField()
+    recorded_at = serializers.CharField()
+
+
+class ContextPackageSummarySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    source_group = serializers.CharField(help_text="whose log event_range is of")
+    received_from = serializers.CharField(allow_null=True)
+    forwarded_by = serializers.CharField(allow_null=True)
+    latest = ContextVersionSerializer(help_text="the highest version, signed")
+    versions = ContextVersionRefSerializer(many=True)
+
+
+class ContextPackageListSerializer(serializers.Serializer):
+    packages = ContextPackageSummarySerializer(many=True)
+    next_after = serializers.CharField(
+        allow_null=True, help_text="pass as after for the next page; null: nothing left"
+    )
 
 
 class ContextEventPageSerializer(serializers.Serializer):

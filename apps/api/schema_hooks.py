@@ -124,6 +124,9 @@ PARAMETER_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     ("path", "version"): _COUNT,
     ("query", "after"): _COUNT,
     ("query", "limit"): _COUNT,
+    # ids a list is narrowed to (GET …/contexts): an empty or malformed one is refused
+    ("query", "mission"): _WIRE_ID,
+    ("query", "work_item"): _WIRE_ID,
 }
 
 
@@ -135,7 +138,9 @@ def state_parameter_limits(
         for operation in operations.values():
             for parameter in operation.get("parameters", ()):
                 stated = PARAMETER_SCHEMAS.get((parameter.get("in"), parameter.get("name")))
-                if stated is not None:
+                declared = parameter.get("schema", {}).get("type")
+                if stated is not None and declared in (None, stated["type"]):
+                    # a view's own string cursor named ``after`` keeps its string type
                     parameter["schema"] = {**parameter.get("schema", {}), **stated}
     return result
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from .converters import CountConverter, DigestConverter, PrincipalConverter, WireIdConverter
-from .views import admin, artifacts, capabilities, contexts, groups, public, snapshots
+from .views import (
+    admin,
+    artifacts,
+    capabilities,
+    contexts,
+    groups,
+    presence,
+    public,
+    snapshots,
+)
 
 register_converter(WireIdConverter, "wid")
 register_converter(PrincipalConverter, "principal")
@@ -21,6 +30,7 @@ urlpatterns = [
         capabilities.CapabilityCheckApi.as_view(),
         name="capabilities-check",
     ),
+    path("presence", presence.PresenceApi.as_view(), name="presence"),
     path("organizations", admin.OrganizationCreateApi.as_view(), name="organizations"),
     path("agents", admin.AgentCreateApi.as_view(), name="agents"),
     path("groups", admin.GroupCreateApi.as_view(), name="groups"),
@@ -41,6 +51,7 @@ urlpatterns = [
         groups.WorkItemDetailApi.as_view(),
         name="work-item",
     ),
+    path("groups/<wid:group>/contexts", contexts.ContextPackageListApi.as_view(), name="contexts"),
     path(
         "groups/<wid:group>/contexts/<wid:package>",
         contexts.ContextPackageDetailApi.as_view(),

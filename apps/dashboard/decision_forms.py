@@ -21,6 +21,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 
@@ -81,6 +82,9 @@ def form_problem(form: forms.Form, labels: dict[str, str]) -> str:
     """Why a form was not sent, in words: a limit as a limit, a missing field by its label."""
     problems = []
     for name in form.errors:
+        if name == NON_FIELD_ERRORS:  # the form's own sentence, written for a person
+            problems.extend(str(message) for message in form.errors[name])
+            continue
         value = str(form.data.get(name, ""))
         field_ = form.fields.get(name)
         limit = getattr(field_, "max_length", None)

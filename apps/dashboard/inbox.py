@@ -402,24 +402,19 @@ def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
 
 def _waiting_on_failures(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
     """Items that wait on a dependency that failed or was cancelled: it will not be verified
-    unless someone offers it again (R10.2-20) or changes the plan (R10.4-03)."""
-    ended = dict(
-        WorkItem.objects.filter(group_id=group.id, state__in=(S.FAILED, S.CANCELLED)).values_list(
-            "work_item_id", "state"
-        )
-    )
-    if not ended:
-        return []
+    unless someone offers it again (R10.2-20), replaces it (R10.2-21) or changes the plan
+    (R10.4-03). The write path records each on the waiting item (``ended_dependencies``,
+    ``missionweave.protocol.work.dependents``), its policy and replacements judged there."""
     waiting = WorkItem.objects.filter(
         group_id=group.id, state__in=(S.OPEN, S.OFFERED, S.QUEUED)
     ).order_by("id")
     if owned is not None:
         waiting = waiting.filter(mission__in=owned)
     stuck = {
-        work_item: [dep for dep in depends_on or () if dep in ended]
-        for work_item, depends_on in waiting.values_list("work_item_id", "data__depends_on")
+        work_item: {entry["dependency"]: entry["outcome"] for entry in ended}
+        for work_item, ended in waiting.values_list("work_item_id", "data__ended_dependencies")
+        if ended
     }
-    stuck = {work_item: failed for work_item, failed in stuck.items() if failed}
     if not stuck:
         return []
     entries = []
@@ -427,7 +422,7 @@ def _waiting_on_failures(group: GroupRef, owned: set[str] | None) -> list[Blocke
     for work_item, mission, state, goal, urgency, deadline in rows.values_list(
         "work_item_id", "mission", "state", *TERMS
     ):
-        names = ", ".join(f"{dep} ({ended[dep]})" for dep in stuck[work_item])
+        names = ", ".join(f"{dep} ({outcome})" for dep, outcome in stuck[work_item].items())
         entries.append(
             BlockedEntry(
                 group=group,

@@ -17,6 +17,8 @@ from apps.ledger.models import Event
 from apps.registry.models import Membership
 from missionweave.protocol.identifiers import ROLES
 
+from .presence import presence_of
+
 MEMBERSHIP_EVENT_TYPES = ("membership.granted", "membership.changed", "membership.revoked")
 AUDIT_PAGE_SIZE = 25
 
@@ -30,6 +32,8 @@ class MemberRow:
     member_since: datetime | None
     #: when the roles were last set (its latest ``granted`` or ``changed``)
     roles_since: datetime | None
+    #: an agent's latest Presence in words (R11.1-11), None for a person or a silent agent
+    presence: str | None = None
 
     @property
     def technical(self) -> list[tuple[str, str]]:
@@ -136,6 +140,7 @@ def members(group_id: str, *, only: str | None = None) -> list[MemberRow]:
             since.setdefault(entry.principal, entry.recorded_at)
         if len(since) == len(wanted):
             break
+    presence = presence_of(wanted)
     return [
         MemberRow(
             principal=row.principal,
@@ -143,6 +148,7 @@ def members(group_id: str, *, only: str | None = None) -> list[MemberRow]:
             epoch=row.epoch,
             member_since=since.get(row.principal),
             roles_since=roles_since.get(row.principal),
+            presence=presence.get(row.principal),
         )
         for row in rows
     ]

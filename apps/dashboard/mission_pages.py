@@ -21,14 +21,15 @@ from django.views.decorators.http import require_safe
 from apps.ledger.write_path import Caller
 from apps.registry.models import Membership
 
-from . import mission_reviews, missions, names, selectors, work
+from . import mission_contexts, mission_reviews, mission_waiting, missions, names, selectors, work
 from .access import access_membership
 from .decision_forms import NotSent
 from .graph import GraphLayout, layout, render_list, render_svg, summary
 
 #: what changes a mission page or its final approval: its WorkItems' events, missions',
-#: charges, and memberships (a role or a revocation changes who may act)
-LIVE_FAMILIES = work.ITEM_LIVE_FAMILIES
+#: charges, memberships (a role or a revocation changes who may act), and its context
+#: packages (R13.3)
+LIVE_FAMILIES = (*work.ITEM_LIVE_FAMILIES, "context")
 
 #: a placeholder id, swapped for each node's: one ``reverse`` per page, not one per node
 _ID = "__work_item__"
@@ -70,8 +71,10 @@ def _page_context(
     page = missions.mission_page(group, mission, viewer=viewer, membership=state)
     if page is None:
         raise Http404("no such mission")
+    packages = mission_contexts.mission_packages(group, mission)  # R13.3
     names.prime(
         [
+            *mission_contexts.generators(packages),
             page.mission.created_by,
             page.ending.actor if page.ending else None,
             *(entry.actor for entry in page.timeline),
@@ -82,6 +85,9 @@ def _page_context(
         "group": membership.group,
         "membership": membership,
         "page": page,
+        "context_packages": packages,
+        # R10.2-20, R10.2-21: what waits on ended work, and the replacements named
+        "waiting": mission_waiting.mission_waiting(group, mission),
         **_graph_markup(group, page.graph, page.counts),
         "graph_url": reverse("dashboard:mission-graph", args=[group, mission]),
         "return_to": reverse("dashboard:mission", args=[group, mission]),

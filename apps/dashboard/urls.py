@@ -10,6 +10,7 @@ from . import (
     approval_views,
     artifact_views,
     inbox_views,
+    item_views,
     list_views,
     membership_views,
     mission_pages,
@@ -73,4 +74,5 @@ urlpatterns += [
     *account_views.urlpatterns,
     *membership_views.urlpatterns,
     *list_views.urlpatterns,
+    *item_views.urlpatterns,
 ]

@@ -336,6 +336,8 @@ class Message:
     essential: bool
     in_reply_to: str | None
     open: bool  # an essential question nobody has answered yet
+    #: a reply to an open question: whether it settled it (R10.1-04); ``None`` otherwise
+    resolves: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -456,6 +458,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
                 essential=bool(payload.get("essential")),
                 in_reply_to=payload.get("in_reply_to"),
                 open=payload.get("message") in item.open_questions,
+                resolves=payload.get("resolves"),
             )
         )
     inputs, input_names = contract_inputs(item.contract)

@@ -18,9 +18,10 @@ from django.views.decorators.http import require_POST
 from apps.ledger.write_path import Caller, Outcome
 from apps.registry.models import Membership
 
-from . import listings, names, selectors, work
+from . import item_talk, listings, names, selectors, work
 from .access import access_membership
 from .actions import submit_form
+from .decision_forms import NotSent
 from .forms import GrantExecutionForm, revision_decision
 from .list_forms import MissionFilterForm
 from .list_views import member_principals
@@ -67,25 +68,42 @@ def group_approval_queue(request: HttpRequest, group: str) -> HttpResponse:
     )
 
 
-def _item_context(request: HttpRequest, group: str, work_item: str) -> dict[str, object]:
-    membership = access_membership(request, group)
+def _item_context(
+    request: HttpRequest, group: str, work_item: str, membership: Membership | None = None
+) -> dict[str, object]:
+    membership = membership or access_membership(request, group)
     page = work.work_item_page(group, work_item, viewer=_viewer(request, membership))
     if page is None:
         raise Http404("no such WorkItem")
-    names.prime(page.principals)
+    # issue 35 §4, §5: its conversation and priority, and the forms this viewer gets there
+    caller, state = Caller.for_user(request.user), membership.to_state()
+    talk = item_talk.talk_of(page.item, page.messages, caller=caller, membership=state)
+    priority = item_talk.priority_of(page.item, caller=caller, membership=state)
+    names.prime(page.principals | talk.principals | priority.principals)
     return {
         "group": membership.group,
         "membership": membership,
         "page": page,
+        "talk": talk,
+        "priority": priority,
+        "typed": {},
         "return_to": reverse("dashboard:work-item", args=[group, work_item]),
     }
 
 
-@login_required
-def work_item_detail(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    access_membership(request, group)
+def item_page_response(
+    request: HttpRequest,
+    membership: Membership,
+    work_item: str,
+    *,
+    not_sent: NotSent | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The WorkItem page; with a form the server did not take, its reason and, in that form,
+    the text the person typed (``item_views``, issue 34 §3)."""
+    group = membership.group_id
     head = selectors.timeline_head(group)  # before the projections: see views.group_detail
-    context = _item_context(request, group, work_item)
+    context = _item_context(request, group, work_item, membership)
     page: work.WorkItemPage = context["page"]  # type: ignore[assignment]
     related = {work_item, *page.item.depends_on, *(dep.work_item for dep in page.needed_by)}
     context["stream"] = {
@@ -97,7 +115,28 @@ def work_item_detail(request: HttpRequest, group: str, work_item: str) -> HttpRe
         # a charge to a sibling item changes these missions' budgets on this page (R11.5-12)
         "missions": list(page.execution.missions),
     }
-    return render(request, "dashboard/work-item-detail.html", context)
+    if not_sent is not None:
+        context["not_sent"] = not_sent
+        context["typed"] = {not_sent.form: {t.name: t.text for t in not_sent.typed}}
+        # the text is shown beside the page when its form is no longer on it
+        context["not_sent_typed_here"] = not _form_shown(context, not_sent.form)
+    return render(request, "dashboard/work-item-detail.html", context, status=status)
+
+
+def _form_shown(context: dict[str, object], form: str) -> bool:
+    talk: item_talk.Talk = context["talk"]  # type: ignore[assignment]
+    priority: item_talk.Priority = context["priority"]  # type: ignore[assignment]
+    if form == "escalate":
+        return priority.may_escalate
+    if form.startswith("reply-"):
+        asked = form.removeprefix("reply-")
+        return talk.may_post and any(said.message == asked for said in talk.open_questions)
+    return talk.may_post
+
+
+@login_required
+def work_item_detail(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
+    return item_page_response(request, access_membership(request, group), work_item)
 
 
 @login_required

@@ -3,6 +3,9 @@
 The head row is locked with ``SELECT … FOR UPDATE`` for the whole transaction, so commit
 order equals sequence order: a reader that sees sequence N+1 committed can never later see
 N appear. The same statement reads the database clock, which stamps ``recorded_at``.
+
+Each group has its own head row and its own sequence from 1 (R0-17): no lock, counter or
+order spans two groups.
 """
 
 from __future__ import annotations

@@ -176,6 +176,20 @@ class AgentSession(models.Model):
         return f"{self.agent_id}@{self.epoch}"
 
 
+class AgentPresence(models.Model):
+    """An agent's latest Presence report (R11.1-11, ``missionweave.protocol.presence``): soft
+    state outside every group's log, one row per agent, replaced by each report."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="presence"
+    )
+    report = models.JSONField()
+    reported_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} presence"
+
+
 class SessionNonce(models.Model):
     """Nonces of ``POST /sessions`` already seen, per agent (``REPLAYED_NONCE``)."""
 

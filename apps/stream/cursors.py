@@ -72,7 +72,8 @@ def acknowledge(principal: str, cursors: dict[str, int]) -> AckOutcome:
     """Store each group's cursor for ``principal`` (R16-07), judging every group on its own.
 
     The head is read without a lock: it only grows, so a value at or below the head read
-    here is at or below every later head. Nothing here touches the log (R16-08).
+    here is at or below every later head. Nothing here touches the log (R16-08, R0-16: an
+    acknowledgement never deletes history).
     """
     outcome = AckOutcome()
     for group_id, sequence in cursors.items():

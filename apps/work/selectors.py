@@ -43,3 +43,33 @@ def context_package(
             requirement="wire§4",
         )
     return ContextPackageState.from_dict(row.data)
+
+
+def context_packages(
+    group_id: str,
+    *,
+    mission: str | None = None,
+    work_item: str | None = None,
+    after: str = "",
+    limit: int = 100,
+) -> tuple[list[ContextPackageState], str | None]:
+    """The packages recorded in ``group_id`` after the key ``after`` in key order (a received
+    one's key is ``<from_group>/<id>``), at most ``limit``, those in the context of
+    ``mission`` / ``work_item`` only when given (``ContextPackage.in_context_of``); and the key
+    to continue after, or ``None`` when none is left.
+
+    The scope is read from each package's latest version, so the rows are filtered here
+    rather than in SQL: a group holds packages by the mission, not by the million."""
+    rows = ContextPackage.objects.filter(group_id=group_id, package_id__gt=after).order_by(
+        "package_id"
+    )
+    found: list[ContextPackageState] = []
+    last = None
+    for key, data in rows.values_list("package_id", "data").iterator(chunk_size=200):
+        if len(found) == limit:
+            return found, last
+        package = ContextPackageState.from_dict(data)
+        last = key
+        if package.in_context_of(mission, work_item):
+            found.append(package)
+    return found, None

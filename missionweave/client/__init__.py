@@ -8,6 +8,7 @@ checks. ``tests/protocol/test_purity.py`` proves it imports no Django.
 from __future__ import annotations
 
 from .agent import AgentClient, CommandResult, Membership, Session
+from .contexts import ContextPackage, ContextPackages, ContextVersion
 from .errors import (
     ApiError,
     ArtifactMismatch,
@@ -27,6 +28,9 @@ __all__ = [
     "ChainBroken",
     "ClientError",
     "CommandResult",
+    "ContextPackage",
+    "ContextPackages",
+    "ContextVersion",
     "CursorStore",
     "EventFeed",
     "HistoryForked",

@@ -279,6 +279,14 @@ class AgentClient:
         response = self._with_session(lambda: self._http.get(path, headers=self._auth()))
         return response.content
 
+    def report_presence(self, report: dict[str, Any]) -> dict[str, Any]:
+        """``POST /presence`` (R11.1-11): this agent's current capacity, ``{"slots",
+        "slots_free", "resources"?}``; the authority's stored document."""
+        response = self._with_session(
+            lambda: self._http.post("/presence", json=report, headers=self._auth())
+        )
+        return self._ok(response)
+
     def authority_key(self) -> Ed25519PublicKey:
         """The key heads and snapshots must be signed with: the one pinned at construction,
         else the one ``GET /authority`` publishes, read once (trust on first use)."""

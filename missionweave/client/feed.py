@@ -8,7 +8,7 @@ the chain can be verified across restarts, and the ids of processed events (R16-
 pages here, the websocket stream later):
 
 * an event id already processed, or a sequence at or below the cursor, is a duplicate of
-  at-least-once delivery (R16-01, R16-09) and is dropped — after checking that it is the
+  at-least-once delivery (R0-14, R16-01, R16-09) and is dropped — after checking that it is the
   same event that was processed at that sequence;
 * an event beyond ``cursor + 1`` is buffered in memory (R16-04); the cursor never moves over
   the gap (R16-05);
@@ -117,7 +117,8 @@ class CursorStore:
         return self.position(group)[0]
 
     def cursors(self) -> dict[str, int]:
-        """Every group's cursor (what an ``ACK`` frame reports, R16-07)."""
+        """Every group's cursor (what an ``ACK`` frame reports, R16-07): the highest
+        contiguous durable position of each group (R0-16)."""
         with self._lock:
             return {group: sequence for group, (sequence, _) in self._positions.items()}
 
@@ -208,7 +209,10 @@ class _Transaction:
 
 class EventFeed:
     """One group's events, verified and in order, handed to ``handler`` exactly once per
-    durable cursor position (at least once across a crash inside the handler, R16-01)."""
+    durable cursor position (at least once across a crash inside the handler, R16-01).
+
+    Order is the group's own (R0-17): one feed and one cursor per group, and nothing here
+    waits for, or compares with, another group's sequence."""
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from .artifacts import manifests
 from .artifacts.citations import BY_COMMAND, named_by
 from .artifacts.naming import stored_keys
 from .facts import Command, Decision, StateKey, View
-from .missions import children, lifecycle
+from .missions import children, cleanup, lifecycle
 from .work import (
     approvals,
     assessment,
@@ -24,6 +24,8 @@ from .work import (
     leases,
     offers,
     planning,
+    priorities,
+    replacements,
     reservations,
     review,
     schedule,
@@ -108,14 +110,14 @@ _SPECS = (
         lifecycle.FAIL,
         frozenset({"mission_owner", "coordinator"}),
         lifecycle.validate_fail_or_cancel,
-        lifecycle.keys_of_mission_end,
+        cleanup.with_cleanup(lifecycle.keys_of_mission_end),
         lifecycle.decide_end,
     ),
     _spec(
         lifecycle.CANCEL,
         frozenset({"mission_owner", "coordinator"}),
         lifecycle.validate_fail_or_cancel,
-        lifecycle.keys_of_mission_end,
+        cleanup.with_cleanup(lifecycle.keys_of_mission_end),
         lifecycle.decide_end,
     ),
     _spec(
@@ -129,7 +131,8 @@ _SPECS = (
         "work.authorize",
         COORDINATOR,
         planning.validate_authorize,
-        planning.keys_of_authorize,
+        # R10.2-21: the items waiting on a replaced one are told it is carried on
+        cleanup.with_cleanup(planning.keys_of_authorize, may_end=replacements.replaceable),
         planning.decide_authorize,
     ),
     _spec(
@@ -139,7 +142,14 @@ _SPECS = (
         offline.with_ancestry(checks.item_keys),  # a buffered one charges budgets (R11.5-12)
         planning.decide_message,
     ),
-    _spec("work.offer", COORDINATOR, offers.validate_offer, checks.item_keys, offers.decide_offer),
+    _spec(
+        "work.offer",
+        COORDINATOR,
+        offers.validate_offer,
+        # R10.2-20: a failed item offered again no longer holds up the items waiting on it
+        cleanup.with_cleanup(checks.item_keys, may_end=replacements.replaceable),
+        offers.decide_offer,
+    ),
     _spec(
         "work.accept_offer",
         WORKER,
@@ -218,6 +228,14 @@ _SPECS = (
         checks.item_keys,
         schedule.decide_disclose,
     ),
+    # R0-12, R11.3-11, R11.1-07: the coordinator or a mission owner changes urgency and deadline
+    _spec(
+        priorities.REPRIORITIZE,
+        priorities.ROLES,
+        priorities.validate_reprioritize,
+        checks.item_keys,
+        priorities.decide_reprioritize,
+    ),
     _spec(
         "work.unblock",
         COORDINATOR,
@@ -280,14 +298,14 @@ _SPECS = (
         "work.fail",
         frozenset({"worker", "coordinator", "mission_owner"}),
         review.validate_fail,
-        checks.item_keys,
+        cleanup.with_cleanup(checks.item_keys),
         review.decide_fail,
     ),
     _spec(
         "work.cancel",
         frozenset({"coordinator", "mission_owner"}),
         review.validate_cancel,
-        checks.item_keys,
+        cleanup.with_cleanup(checks.item_keys),  # R10.2-14: cleanup policy applies
         review.decide_cancel,
     ),
     _spec(
@@ -368,8 +386,17 @@ _SPECS = (
         children.LINK_FAILED,
         frozenset(),
         children.validate_link_outcome,
-        children.keys_of_link_outcome,
+        cleanup.with_cleanup(children.keys_of_link_outcome),
         children.decide_link_failed,
+        authority_only=True,
+    ),
+    # R10.2-14: a parent WorkItem's end cancels its child mission in another group
+    _spec(
+        children.LINK_CANCEL,
+        frozenset(),
+        cleanup.validate_link_cancel,
+        cleanup.keys_of_link_cancel,
+        cleanup.decide_link_cancel,
         authority_only=True,
     ),
     _spec(

@@ -86,6 +86,39 @@ class ContextPackage:
     def version(self, number: int) -> dict[str, Any] | None:
         return next((entry for entry in self.versions if entry["version"] == number), None)
 
+    def latest_entry(self) -> dict[str, Any]:
+        """The highest recorded version: ``{version, digest, package, sequence, …}``."""
+        return self.versions[-1]
+
+    def in_context_of(self, mission: str | None, work_item: str | None = None) -> bool:
+        """Whether this package summarises ``mission`` (and names ``work_item``) of this
+        group, by its latest version. A package received from another group summarises that
+        group's mission, whatever its id: it enters none of this group's mission contexts
+        (R13.3-05), so it is in none here."""
+        if mission is None and work_item is None:
+            return True
+        if self.received_from is not None:
+            return False
+        package = self.latest_entry()["package"]
+        if mission is not None and package["mission"] != mission:
+            return False
+        return work_item is None or work_item in package["work_items"]
+
+    def summary(self) -> dict[str, Any]:
+        """The package in a listing (``GET /groups/{g}/contexts``): its latest version whole
+        (signed), every version by number, digest and place in the log."""
+        return {
+            "id": self.id,
+            "source_group": self.source_group,
+            "received_from": self.received_from,
+            "forwarded_by": self.forwarded_by,
+            "latest": self.latest_entry(),
+            "versions": [
+                {key: entry[key] for key in ("version", "digest", "sequence", "recorded_at")}
+                for entry in self.versions
+            ],
+        }
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -431,6 +431,27 @@ def _check_retry(errors: _Errors, value: object, path: str) -> None:
             errors.add(where, "less than initial_backoff_s")
 
 
+# --- R10.1-01(h): timeout and cost policy (issue 35 §8; optional, additive) -------------------
+
+
+def _check_timeout(errors: _Errors, value: object, path: str) -> None:
+    """``attempt_s``: the most wall-clock seconds one attempt may run (at least 1)."""
+    timeout = _object(errors, value, path, required=("attempt_s",))
+    if timeout is not None and "attempt_s" in timeout:
+        _number(errors, timeout["attempt_s"], f"{path}.attempt_s", minimum=1)
+
+
+def _check_cost_policy(errors: _Errors, value: object, path: str) -> None:
+    """``retry_below``: the share (0, 1] of each budget under which a retry may start."""
+    policy = _object(errors, value, path, required=("retry_below",))
+    if policy is None or "retry_below" not in policy:
+        return
+    where = f"{path}.retry_below"
+    share = policy["retry_below"]
+    if _number(errors, share, where, minimum=0) and not 0 < share <= 1:
+        errors.add(where, "expected a share above 0 and at most 1")
+
+
 # --- R10.1-01(i): risk classification and pre-execution approval ---------------------------
 
 
@@ -484,10 +505,12 @@ FIELDS: dict[str, _Checker] = {
     "business_impact": _check_business_impact,
     "budgets": _check_budgets,
     "retry": _check_retry,
+    "timeout": _check_timeout,
+    "cost_policy": _check_cost_policy,
     "risk": _check_risk,
     "notes": _check_notes,
 }
-OPTIONAL_FIELDS = ("notes",)
+OPTIONAL_FIELDS = ("timeout", "cost_policy", "notes")
 #: R10.1-07: every field but the prose is required, whatever the prose says.
 REQUIRED_FIELDS = tuple(name for name in FIELDS if name not in OPTIONAL_FIELDS)
 

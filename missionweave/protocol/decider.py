@@ -21,8 +21,9 @@ from .artifacts.naming import require_nameable
 from .commands import COMMANDS
 from .evolvers import REGISTRY
 from .facts import Command, Decision, Fact, StateKey, View
+from .missions import cleanup
 from .missions import evolvers as mission_evolvers
-from .work import dependencies, item_evolvers, proposals
+from .work import dependencies, dependents, item_evolvers, proposals
 
 #: the modules whose evolvers (and audit-only declarations) this decider routes with
 EVOLVER_MODULES = (
@@ -30,6 +31,8 @@ EVOLVER_MODULES = (
     mission_evolvers,
     item_evolvers,
     dependencies,
+    dependents,
+    cleanup,
     proposals,
     snapshots,
     artifact_evolvers,
@@ -48,6 +51,9 @@ def decide(view: View, command: Command) -> Decision:
         decision = offline.decide_buffered(view, command)
     else:
         decision = COMMANDS[command.type].decide(view, command)
+    # R10.2-14: whatever the command, what it ends is cleaned up — a running child mission
+    # cancelled, the items waiting on it told (R10.2-20, R10.2-21)
+    decision = cleanup.clean_up(view, command, decision)
     # Last: a command otherwise accepted may still name no artifact its sender may not name,
     # refused like a digest never stored (wire.md §9), after every rule of its own (wire.md §8
     # precedence is unchanged)

@@ -2,7 +2,9 @@
 
 A worker that calls something outside MissionWeave — sends an e-mail, opens a ticket, charges
 a card — passes this key to that system, so a repeated attempt of the same logical operation
-is recognised there as a duplicate instead of being done twice. One function, pure and
+is recognised there as a duplicate instead of being done twice: at-least-once delivery and
+retries repeat attempts, so delivery alone never makes an external effect happen once
+(R16-13); the key is what lets the external system do it. One function, pure and
 deterministic, so the worker runtime, a retried task and a reconnecting offline worker all
 derive the same key without asking the authority.
 

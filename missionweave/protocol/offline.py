@@ -38,7 +38,7 @@ from .facts import Command, Decision, FollowUp, NewEvent, StateKey, View
 from .identifiers import is_agent
 from .timefmt import format_timestamp, parse_timestamp
 from .validation import check_amounts, check_fields, check_id, check_principal, malformed
-from .work import execution
+from .work import execution, questions
 from .work.checks import require_item
 from .work.items import Lease, WorkItem
 
@@ -365,6 +365,10 @@ def decide_buffered(view: View, command: Command) -> Decision:
     if command.type == "work.message":
         payload["message"] = command.id
         result["message"] = command.id
+        # a buffered reply settles an open question no more than a live one (R10.1-04)
+        payload.update(
+            questions.verdict(item, command.body, actor=command.actor, roles=command.actor_roles)
+        )
     events.append(NewEvent(event_type, payload))
     return Decision(events, result, follow_ups=follow_ups)
 

@@ -139,6 +139,8 @@ IN_STATE: dict[str, frozenset[str]] = {
     "work.disclose_schedule": frozenset({QUEUED, ACTIVE, BLOCKED}),
     "evidence.record": frozenset({SUBMITTED}),
     "work.message": frozenset(STATES),
+    # R0-12, R11.3-11: a priority change, wherever the item can still run (never terminal)
+    "work.reprioritize": frozenset(STATES) - TERMINAL,
 }
 
 _BY_COMMAND: dict[str, Transition] = {}

@@ -27,6 +27,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.timefmt import format_timestamp, parse_timestamp
 from missionweave.protocol.work.checks import REJECT_REASONS
 
+from .resources import shortfall
 from .scheduler import NO_NEEDS, Needs, QueuedItem, Resources, Scheduler
 
 CAPACITY = "capacity"
@@ -170,9 +171,10 @@ def _capability(offer: AdmissionOffer, state: AdmissionState) -> list[Refusal]:
     if missing:
         refusals.append(Refusal(CAPABILITY, "missing " + ", ".join(missing), "R10.3-08"))
     if not offer.item.needs.fits(state.resources):
-        refusals.append(
-            Refusal(CAPABILITY, "needs resources this worker does not have", "R10.3-08")
-        )
+        # what the worker has in all, busy or not: never there, never free (``resources``)
+        short = shortfall(offer.item.needs, state.resources.amounts)
+        detail = "; ".join(short) or "needs resources this worker does not have"
+        refusals.append(Refusal(CAPABILITY, detail, "R10.3-08"))
     return refusals
 
 

@@ -12,6 +12,7 @@ and the cadences of progress (R11.4-03), lease renewal (R11.3-03) and offline gr
     authority_url = "http://127.0.0.1:8000"
     state_dir = "state"                 # relative paths are relative to this file
     python_path = ["."]                 # optional: where the handlers' modules are
+    presence_s = 30                     # optional: Presence at least this often (R11.1-11)
 
     [agent_card]
     version = "1"
@@ -25,6 +26,9 @@ and the cadences of progress (R11.4-03), lease renewal (R11.3-03) and offline gr
 
     [handlers]
     "text.summarise" = "mypackage.tasks:summarise"   # found on sys.path, after python_path
+
+    [resources]                         # optional: named amounts contracts may need
+    gpu = 1
 
 Why strict: a typo in a key (``wieght``) would otherwise silently give a group the default
 share. Every unknown key, missing field and value of the wrong type is a ``ConfigError``
@@ -50,6 +54,7 @@ from missionweave.protocol.offline import MAX_GRACE
 from missionweave.protocol.signing import b64url_decode, private_key_from_seed
 from missionweave.protocol.work.checks import MAX_LEASE_TTL_S, MIN_LEASE_TTL_S
 
+from .resources import DESCRIPTIVE
 from .scheduler import ORG_PRIORITY_CLASSES
 
 #: ``module.path:function``: what a handler entry must look like
@@ -144,6 +149,10 @@ class WorkerConfig:
     shutdown_timeout_s: float = 30.0
     #: how often each group's signed head is read and held to the one kept (issue 33 §2)
     head_check_s: float = 30.0
+    #: Presence (R11.1-11): at least this often, and on a change (``presence``)
+    presence_s: float = 30.0
+    #: named amounts this worker has (``[resources]``): what contracts' resources draw on
+    resources: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def slots(self) -> int:
@@ -200,6 +209,8 @@ def parse_config(document: Mapping[str, Any], *, base_dir: Path) -> WorkerConfig
         tick_s=top.number("tick_s", default=0.2, low=0.01, high=60.0),
         shutdown_timeout_s=top.number("shutdown_timeout_s", default=30.0, low=0.0, high=3600.0),
         head_check_s=top.number("head_check_s", default=30.0, low=0.1, high=86400.0),
+        resources=_resources(top),
+        presence_s=top.number("presence_s", default=30.0, low=1.0, high=3600.0),
     )
     top.done()
     return config
@@ -332,6 +343,19 @@ def _leases(top: _Table) -> LeasePolicy:
     )
     section.done()
     return policy
+
+
+def _resources(top: _Table) -> dict[str, float]:
+    """``[resources]``: name = amount, e.g. ``gpu = 1`` (R10.3-08, R11.1-09; ``resources``).
+    The contract's descriptive names are not amounts a worker has."""
+    section = top.table("resources", required=False)
+    found: dict[str, float] = {}
+    for name in list(section.keys()):
+        if name in DESCRIPTIVE:
+            raise ConfigError(f"resources.{name}", "describes an item, not what a worker has")
+        found[name] = section.number(name, default=0.0, low=0.0, high=1e12)
+    section.done()
+    return found
 
 
 def _admission(top: _Table) -> AdmissionLimits:

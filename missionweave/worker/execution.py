@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,8 +25,9 @@ from typing import Any
 from missionweave.client.errors import ApiError
 
 from .handlers import Progress, TaskResult
+from .metering import Meter
 from .progress import Reported
-from .slots import Assignment, Slot
+from .slots import Assignment, Checkpoint, Slot
 
 log = logging.getLogger("missionweave.worker")
 
@@ -55,13 +56,23 @@ class Running:
     expected_s: float
     started_at: datetime
     progress: Progress = field(default_factory=Progress)
+    #: the handler's wall-clock and CPU seconds, charged by the runtime (``metering.py``)
+    meter: Meter = field(default_factory=Meter)
     slot: Slot | None = None
     started_mono: float = field(default_factory=time.monotonic)
     reported: Reported | None = None
     #: why a preemption was requested (priority, shutdown, offline, lost), once it was
     yielding: str | None = None
-    #: the item is no longer this worker's (fenced, reassigned, its lease revoked)
+    #: nothing more is sent under this run's lease: the item is no longer this worker's
+    #: (fenced, reassigned, its lease revoked), or it was blocked (R11.4-04: the block
+    #: released the lease; the item waits under the authority's bounded blocked lease)
     lost: bool = False
+    #: a charge was refused (R11.5-13): why the item must stop, as the block's resolution
+    stop_for: str | None = None
+    #: what was used but refused or not charged after the refusal (logged at the block)
+    refused: dict[str, float] = field(default_factory=dict)
+    #: the checkpoint the handler resumed from, which may be the authority's (``resume.py``)
+    resumed_from: Checkpoint | None = None
     #: the handler's result, waiting to be submitted
     result: TaskResult | None = None
     #: a handler that raised: waiting to be reported as the owner's ``work.fail``
@@ -90,7 +101,14 @@ class Running:
         return budgets.get("side_effects") == 0 and risk == "low"
 
 
-def assignment(run: Running, tokens: list[Mapping[str, Any]]) -> Assignment:
+def assignment(
+    run: Running,
+    tokens: list[Mapping[str, Any]],
+    *,
+    answers: Sequence[Mapping[str, str]] = (),
+) -> Assignment:
+    """``answers``: the settled answers to the handler's essential questions, which its
+    mission context carries (``questions``, R10.1-04)."""
     contract = run.contract
     tool_calls = (contract.get("budgets") or {}).get("tool_calls")
     limit = float(tool_calls) if tool_calls is not None else UNLIMITED_TOOL_CALLS
@@ -106,6 +124,7 @@ def assignment(run: Running, tokens: list[Mapping[str, Any]]) -> Assignment:
             "mission": run.mission,
             "work_item": run.work_item,
             "contract": dict(contract),
+            "answers": [dict(answer) for answer in answers],
         },
         tokens={TOKEN_NAME: str(tokens[0]["token"])} if tokens else {},
         budgets=dict.fromkeys(tools, limit),

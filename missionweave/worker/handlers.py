@@ -10,11 +10,15 @@ other kind. A contract whose kind has no handler is refused at admission with th
 A handler is ``handler(ctx, progress) -> TaskResult``:
 
 - ``ctx`` is its slot's ``SlotContext`` (R11.1-12: its own tokens, files, budgets,
-  checkpoints and side-effect keys, and ``resume_from`` after a preemption, R11.3-12);
+  checkpoints and side-effect keys, and ``resume_from`` after a preemption, R11.3-12, or
+  after a crash or a reassignment, on any machine, R11.5-01: ``resume.py``), and
+  ``ctx.block(required_resolution, state)`` to stop until a person acts (R11.4-04:
+  ``blocking.py``);
 - ``progress`` is a ``Progress`` of this item only, through which it states its phase,
   milestones (its meaningful checkpoints), estimate and blockers; the runtime decides when
-  these become a signed ``work.progress`` (R11.4-03, see ``progress.py``). It holds no
-  reference to the runtime or to another slot, so it keeps the slot isolation intact.
+  these become a signed ``work.progress`` (R11.4-03, see ``progress.py``), and what it used
+  (``charge``, R11.5-12: ``metering.py``). It holds no reference to the runtime or to another
+  slot, so it keeps the slot isolation intact.
 - the ``TaskResult`` names the contract's outputs as bytes and the evidence for each
   acceptance criterion (R13.2-02); the runtime uploads the bytes, publishes their manifests
   and submits (``work.submit``) once the handler has returned.
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from missionweave.protocol.validation import BUDGET_DIMENSIONS, is_number
 
 from .slots import SlotContext
 
@@ -120,15 +126,21 @@ class Progress:
         self._change(blockers=tuple(blockers))
 
     def charge(self, **amounts: float) -> None:
-        """What the work used (``tokens``, ``money``, ``tool_calls``, ``compute`` seconds…,
-        the budget dimensions of wire.md §10): the runtime charges it to the item's budgets,
-        and through them the mission's, with ``work.usage`` at its next report and before
-        the submission (R10.1-01(g), R11.5-12). A charge that would pass a limit is refused
-        by the authority (R11.5-13) and logged."""
+        """What the work used — ``tokens``, ``money``, ``tool_calls``, ``side_effects`` (the
+        runtime meters ``wall_clock`` and ``compute`` itself, ``metering.py``; a handler may
+        add to them): the runtime charges it to the item's budgets, and through them the
+        mission's, with ``work.usage`` at its next report, before a checkpoint or block
+        releases the lease and before the submission; offline, in the binding of what it
+        buffers (R10.1-01(g), R11.5-08, R11.5-12). A charge that would pass a limit is refused
+        by the authority (R11.5-13): the item then stops at its next checkpoint, blocked for
+        its budget (``ctx.should_yield()`` turns true), and is not submitted."""
+        for dimension, amount in amounts.items():
+            if dimension not in BUDGET_DIMENSIONS:
+                raise ValueError(f"{dimension}: not a budget dimension {BUDGET_DIMENSIONS}")
+            if not is_number(amount) or amount < 0:
+                raise ValueError(f"{dimension}: usage is a non-negative number")
         with self._lock:
             for dimension, amount in amounts.items():
-                if amount < 0:
-                    raise ValueError(f"{dimension}: usage is never negative")
                 self._unbilled[dimension] = self._unbilled.get(dimension, 0) + amount
 
     def _take_charges(self) -> dict[str, float]:

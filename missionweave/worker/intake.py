@@ -28,6 +28,7 @@ from missionweave.protocol.timefmt import parse_timestamp
 from .admission import AdmissionOffer
 from .config import GroupConfig
 from .queues import OfferRow, WorkRow, gate_is_open
+from .resources import needed_amounts, needs_of
 from .scheduler import QueuedItem
 
 
@@ -49,6 +50,7 @@ def queued_item(row: WorkRow, group: GroupConfig) -> QueuedItem:
         deadline=parse_timestamp(deadline) if deadline else None,
         queued_at=parse_timestamp(row["queued_at"]),
         risk_gated=not gate_is_open(row["gate"]),
+        needs=needs_of(terms.get("needs")),  # R11.1-09: held while it runs
         estimated_seconds=_estimate(terms),
         org_priority_class=group.org_priority_class,
     )
@@ -78,6 +80,7 @@ def admission_offer(
         queued_at=now,
         depends_on=tuple(document.get("depends_on") or ()),
         estimated_seconds=_estimate(offer["terms"]),
+        needs=needs_of(needed_amounts(document["contract"].get("resources"))),
         org_priority_class=group.org_priority_class,
     )
 

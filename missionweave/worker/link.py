@@ -57,6 +57,7 @@ class Link:
         probe_every_s: float = 1.0,
         on_change: Callable[[bool], None] | None = None,
         on_not_member: Callable[[str], None] | None = None,
+        on_refused: Callable[[Buffered, ApiError], None] | None = None,
     ) -> None:
         self.authority = authority
         self.buffer = buffer
@@ -64,6 +65,7 @@ class Link:
         self._probe_every_s = probe_every_s
         self._on_change = on_change
         self._on_not_member = on_not_member
+        self._on_refused = on_refused
         self._lock = threading.Lock()
         self._offline_since: datetime | None = None
         self._next_probe = 0.0
@@ -163,6 +165,8 @@ class Link:
                 entry.body.get("work_item"),
                 refusal,
             )
+            if self._on_refused is not None:  # e.g. an overflowing budget (R11.5-13)
+                self._on_refused(entry, refusal)
             return
         if entry.type == "work.checkpoint":
             # release the lease if it is still live (see the module doc)

@@ -18,7 +18,8 @@ Everything else of the feed is reused as it is: ``EventFeed`` verifies the hash 
 duplicates, buffers out-of-order events in memory and never moves the cursor over a gap
 (R16-04, R16-05); ``QueueStore.feed`` wires it to this store. A restart reopens the file: the
 projection and the cursor are the last committed pair, and the stream resumes after that
-cursor (R16-09). The ACK position is CursorStore's ``cursors()``: the highest contiguous
+cursor (R16-09) — restore and ordered replay, deduplicated by event id, never past a gap
+(R0-15). The ACK position is CursorStore's ``cursors()``: the highest contiguous
 sequence durably applied (R16-06, R16-07, MWP-WRK-030).
 
 Beside the projection, ``kept_results`` holds the results a handler finished while the

@@ -9,6 +9,10 @@ pure) checks queue capacity, concurrency, capabilities, deadline, authorisation,
 dependencies and budgets (R10.3-08). A contract whose task kind has no handler here is one
 more capability refusal (``handlers.kind_of``): the worker cannot honour it (R10.3-09).
 
+An offer admission would take waits first for the handler's essential questions, if it
+declares any (``questions``): they are asked in the item's conversation and the offer is
+accepted only once a coordinator or a mission owner has settled them (R10.1-02, R10.1-03).
+
 Accepting is a commitment to schedule, not to start now (R10.3-07): the accepted item appears
 in the group's work queue when the ``work.offer_accepted`` event is folded, and the runtime
 discloses its schedule from there (R11.2-01). A refusal names the protocol's primary reason
@@ -39,6 +43,7 @@ from .handlers import HandlerTable, kind_of
 from .intake import accept_body, admission_offer, offer_decidable
 from .link import Link, Offline
 from .local_store import QueueStore
+from .questions import QuestionDesk
 from .queues import OfferRow
 from .scheduler import Resources, Scheduler
 
@@ -70,6 +75,9 @@ class OfferDesk:
         self.handlers = handlers
         self.slots = slots
         self._decided: set[tuple[str, str, str]] = set()
+        #: offers waiting for their essential questions to be settled (``questions``)
+        self._held: set[tuple[str, str, str]] = set()
+        self.questions = QuestionDesk(link=link, store=store, agent=authority.principal)
 
     def decide_all(self, now: datetime, *, closed: Collection[str] = ()) -> None:
         """Decide every decidable open offer; stop at the first sign of being offline. The
@@ -80,6 +88,8 @@ class OfferDesk:
             for offer in self.store.offers(group):
                 if _key(offer) in self._decided or not offer_decidable(offer, now):
                     continue
+                if _key(offer) in self._held and self.questions.unchanged(offer):
+                    continue  # nothing can have settled its questions (R10.1-03)
                 try:
                     self.decide(offer, now)
                 except Offline:
@@ -87,7 +97,8 @@ class OfferDesk:
 
     def decide(self, offer: OfferRow, now: datetime) -> Admission | None:
         """R10.3-08..10: accept what this worker can honour, else reject with every reason;
-        the verdict (``None`` when the item could not be read)."""
+        the verdict (``None`` when the item could not be read, or while the handler's
+        essential questions are open: ``questions``, R10.1-02, R10.1-03)."""
         group, work_item = offer["group"], offer["work_item"]
         try:
             document = self.link.read(f"/groups/{group}/work-items/{work_item}")
@@ -96,6 +107,11 @@ class OfferDesk:
             self._decided.add(_key(offer))
             return None
         verdict = self.judge(offer, document, now)
+        handler = self.handlers.for_contract(document["contract"])
+        if verdict.accepted and self.questions.hold(offer, document, handler, now):
+            self._held.add(_key(offer))  # R10.1-02, R10.1-03: asked first, accepted once settled
+            return None
+        self._held.discard(_key(offer))
         try:
             if verdict.accepted:
                 self.link.send(group, "work.accept_offer", accept_body(offer))
@@ -113,7 +129,7 @@ class OfferDesk:
             now=now,
             scheduler=self.scheduler,
             slots=self.slots,
-            resources=Resources(slots=self.slots),
+            resources=Resources(slots=self.slots, amounts=dict(self.config.resources)),
             capabilities=self.config.agent_card.capabilities,
             authorized_groups=self._authorized(),
             max_queued=self.config.admission.max_queued,
@@ -147,10 +163,17 @@ class OfferDesk:
         return frozenset(groups)
 
     def _dependency_states(self, group: str, depends_on: list[str]) -> dict[str, str]:
+        """Each dependency's state, a replaced one's by its last replacement (R10.2-21: the
+        authority judges the dependency by it, so admission does too)."""
         states: dict[str, str] = {}
         for dependency in depends_on:
+            current, seen = dependency, {dependency}
             try:
-                item = self.link.read(f"/groups/{group}/work-items/{dependency}")
+                item = self.link.read(f"/groups/{group}/work-items/{current}")
+                while item.get("replaced_by") and item["replaced_by"] not in seen:
+                    current = str(item["replaced_by"])
+                    seen.add(current)
+                    item = self.link.read(f"/groups/{group}/work-items/{current}")
             except ApiError:
                 continue  # unknown to this worker: admission says so
             states[dependency] = str(item["state"])

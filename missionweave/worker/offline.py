@@ -16,8 +16,11 @@ produces exactly the wire shape it reads, and invents none:
   epoch and membership epoch (R11.5-09). The authority treats a retry as an idempotent replay,
   so a buffered command that was in fact received before the outage is charged once.
 
-``usage`` is ``{}`` in every binding: the runtime does not meter its handlers' spending, and
-``{}`` charges nothing (a handler's tool budgets are enforced in its slot, R11.1-12).
+``usage`` is the six-dimension delta the item used since its last charge (R11.5-08): what the
+handler charged and what the runtime metered (``metering.py``). A ``work.usage`` cannot be
+buffered, so offline usage rides in the binding of a buffered progress report, and the
+authority charges it on reconciliation with ``resource_usage_recorded`` (R11.5-12) — or
+refuses the report with it on overflow (R11.5-13).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -66,10 +69,11 @@ def binding(
     buffered_at: datetime,
     grace_deadline: datetime,
     lease_expires_at: datetime,
+    usage: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The R11.5-08 binding of one buffered command: under which historical lease, session and
     ownership epoch, and when (all on the worker's clock; the authority bounds them by its
-    own record, R11.5-10)."""
+    own record, R11.5-10), with the usage delta it carries (its non-zero dimensions)."""
     return {
         "agent": agent,
         "group": group,
@@ -81,7 +85,7 @@ def binding(
         "buffered_at": format_timestamp(buffered_at),
         "grace_deadline": format_timestamp(grace_deadline),
         "lease_expires_at": format_timestamp(lease_expires_at),
-        "usage": {},
+        "usage": {dimension: amount for dimension, amount in (usage or {}).items() if amount},
     }
 
 

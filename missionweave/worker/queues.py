@@ -41,6 +41,8 @@ from missionweave.protocol import states as S
 from missionweave.protocol.canonical import ZERO_HASH, digest, without
 from missionweave.protocol.events import chains
 
+from .resources import needed_amounts
+
 MEMBERSHIP = "membership"
 ITEM = "item"
 OFFER = "offer"
@@ -75,6 +77,8 @@ class Terms(TypedDict):
     compute_s: float | None
     compute_source: str | None
     max_concurrency: int | None
+    #: named amounts the item holds while it runs (``resources.needed_amounts``, R11.1-09)
+    needs: dict[str, float]
 
 
 class Gate(TypedDict):
@@ -158,14 +162,17 @@ class InboxEntry(TypedDict):
     sequence: int
     event_id: str
     type: str
-    #: offer, offer_closed, message, membership, gate, lease_ended, work_lost
+    #: offer, offer_closed, message, priority, membership, gate, lease_ended, work_lost
     kind: str
     work_item: str | None
     detail: dict[str, Any]
 
 
 def terms_of(contract: Mapping[str, Any] | None) -> Terms:
-    """The scheduling terms of a Work Contract (wire.md §10); all empty without one."""
+    """The scheduling terms of a Work Contract (wire.md §10); all empty without one.
+
+    Metadata only (R13.3-08): no goal, outputs, criteria, inputs or allowed data reach the
+    queue rows the scheduler is fed from."""
     contract = contract or {}
     risk = contract.get("risk") or {}
     requires = bool(risk.get("requires_execution_approval", False))
@@ -187,6 +194,7 @@ def terms_of(contract: Mapping[str, Any] | None) -> Terms:
         "compute_s": compute,
         "compute_source": source,
         "max_concurrency": resources.get("max_concurrency"),
+        "needs": needed_amounts(resources),
     }
 
 
@@ -527,7 +535,24 @@ def _message_posted(d: _Draft, p: dict[str, Any]) -> None:
         text=p["text"],
         essential=bool(p.get("essential", False)),
         in_reply_to=p.get("in_reply_to"),
+        resolves=p.get("resolves"),
     )
+
+
+@_folds("work.reprioritized")
+def _reprioritized(d: _Draft, p: dict[str, Any]) -> None:
+    """R0-12, R11.3-11: a new urgency or deadline, in the terms of the remembered item and
+    of this worker's offer or queue entry, so the scheduler reorders at its next sync."""
+    ident, changed = p["work_item"], {"urgency": p["urgency"], "deadline": p["deadline"]}
+    item: ItemRow | None = d.get(ITEM, ident)
+    if item is not None:
+        _set_item(d, ident, terms={**item["terms"], **changed})
+    for kind in (OFFER, WORK):
+        row = d.get(kind, ident)
+        if row is not None:
+            d.put(kind, ident, {**row, "terms": {**row["terms"], **changed}})
+    if d.get(WORK, ident) is not None or d.get(OFFER, ident) is not None:
+        d.note("priority", ident, by=d.event["actor"], reason=p["reason"], **changed)
 
 
 # --- execution under a lease (R10.2-07..11, R11.3) ---------------------------------------------

@@ -50,6 +50,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -63,6 +64,7 @@ from missionweave.protocol.work.schedule import DISCLOSE
 from .authority import Authority
 from .config import WorkerConfig
 from .contention import Occupant, choose_victims
+from .context_packages import with_packages
 from .disclosure import Disclosed, material
 from .execution import (
     TOKEN_NAME,
@@ -77,13 +79,21 @@ from .head_watch import HeadWatch
 from .kept import Kept, ResultShelf
 from .link import Link, Offline
 from .local_store import QueueStore
+from .metering import BUDGET_EXCEEDED, Charger
 from .mirror import QueueMirror
 from .offers import OfferDesk
-from .offline import OfflineBuffer, binding, grace_deadline
+from .offline import Buffered, OfflineBuffer
+from .outbox import Outbox
+from .policies import stop_timed_out
 from .preemption import request_preemption
+from .presence import PresenceReporter, presence_report
+from .priorities import follow_priorities
 from .progress import Reported, estimate_of, progress_body, report_due
-from .scheduler import QueuedItem, Resources, Scheduler, SchedulingPolicy, Share
-from .slots import ItemRef, Outcome, SlotError, SlotPool
+from .resources import ResourceLedger
+from .resume import restore, stored, uploader
+from .scheduler import QueuedItem, Scheduler, SchedulingPolicy, Share
+from .slots import Checkpoint, ItemRef, Outcome, SlotError, SlotPool
+from .stops import Stops
 
 log = logging.getLogger("missionweave.worker")
 
@@ -156,15 +166,28 @@ class Worker:
             probe_every_s=probe_every_s,
             on_change=self._connectivity,
             on_not_member=self._not_a_member,
+            on_refused=self._reconciliation_refused,
         )
+        self.outbox = Outbox(
+            link=self.link,
+            authority=authority,
+            buffer=self.buffer,
+            clock=clock,
+            offline_grace_s=config.leases.offline_grace_s,
+        )
+        #: usage, metered and stated, charged once (R11.5-12); blocks (R11.4-04, R11.5-13)
+        self.charger = Charger(self.outbox)
+        self.stops = Stops(self.outbox, self.charger, self.pool, wire=self._stored)
         shares = {g: Share(c.weight, c.quota) for g, c in config.groups.items()}
         self.scheduler = Scheduler(SchedulingPolicy(shares=shares))
         self.queue = QueueMirror(self.scheduler, self.store, config.groups)
+        self.resources = ResourceLedger(config.resources)  # held while running (R11.1-09)
         self.feeds: dict[str, EventFeed] = {
             group: self.store.feed(authority, group)  # type: ignore[arg-type]
             for group in config.groups
         }
         self.head_watch = HeadWatch(config.head_check_s)
+        self.presence = PresenceReporter(config.presence_s)  # R11.1-11
         self.offers = OfferDesk(
             config=config,
             store=self.store,
@@ -280,6 +303,8 @@ class Worker:
             self._catch_up()
         if self.link.online:
             self.head_watch.check(now, self.feeds, self.link.call)
+            capacity = presence_report(self.pool.max_concurrency, self.pool.free, self.resources)
+            self.presence.check(now, capacity, self.authority.report_presence, self.link.call)
         self._collect()
         self._sync(now)
         self._settle()
@@ -287,6 +312,7 @@ class Worker:
         if taking:
             self.offers.decide_all(now, closed=self.revoked)
         self._keep_leases(now)
+        stop_timed_out(self._snapshot(), now)  # R10.1-01(h): the contract's timeout
         self._report(now)
         if taking:
             self._disclose(now)  # before the start: "on acceptance" even for a free slot
@@ -402,10 +428,12 @@ class Worker:
             if run is None:
                 continue
             self.scheduler.finish(run.group, run.work_item, used_seconds=run.used_seconds())
+            self.resources.release(key)
             run.slot = None
-            if outcome.kind == "preempted" or run.lost:
-                # the checkpoint was recorded (step 3); the log puts the item back in its
-                # group queue (step 5), from where it resumes in a new slot
+            if outcome.kind in ("preempted", "blocked") or run.lost:
+                # the checkpoint was recorded (step 3) or the block sent (R11.4-04); the log
+                # puts the item back in its group queue (step 5, or ``work.unblocked``), from
+                # where it resumes in a new slot
                 self._drop(key)
             elif outcome.checkpoint is not None:
                 # stopped at its checkpoint, but recording it failed: no failure to report;
@@ -429,6 +457,7 @@ class Worker:
         with self._lock:
             running = set(self._running)
         self.queue.sync(now, running=running, closed=self.revoked)
+        follow_priorities(self._snapshot(), self.store)  # R0-12: running work's urgency too
         owned = set(self.queue.items) | running
         for forget in (self._disclosed, self._disclose_checked):
             for key in [k for k in forget if k not in owned and not self.store.owned(*k)]:
@@ -472,7 +501,10 @@ class Worker:
                 # R11.5-06: reconcile before any submission; meanwhile the result is kept
                 self._keep_pending()
                 return
-            if run.result is not None:
+            if run.stop_for is not None and (run.result or run.failure) and not run.lost:
+                if self.stops.block_finished(run):  # R11.5-13: its cost is not on record
+                    self._drop(run.key)
+            elif run.result is not None:
                 self._submit(run, run.result)
             elif run.failure is not None:
                 self._fail(run, f"the handler raised {type(run.failure).__name__}")
@@ -481,8 +513,9 @@ class Worker:
         """Keep every finished result not yet submitted on disk (``kept.py``), so that a
         shutdown or a crash before reconnection does not lose it."""
         for run in self._snapshot():
-            if run.result is None or run.lost or run.key in self.kept:
+            if run.result is None or run.lost or run.key in self.kept or run.stop_for:
                 continue
+            self._charge(run)  # buffered now, so a restart cannot lose it (R11.5-08)
             try:
                 self.kept.keep(run, run.result, now=self._clock())
             except OSError as error:
@@ -583,7 +616,8 @@ class Worker:
         return run
 
     def _submit(self, run: Running, result: TaskResult) -> None:
-        self._charge(run)  # under the lease the submission closes
+        if not self._charge(run):  # under the lease the submission closes
+            return  # refused (R11.5-13): blocked at the next tick, never submitted
         try:
             digests = self.link.call(lambda: upload_outputs(self.authority, run, result))
             evidence = evidence_items(run, result, digests)
@@ -608,6 +642,8 @@ class Worker:
     def _fail(self, run: Running, reason: str) -> None:
         """The owner's ``work.fail`` (R10.2-13); the contract's retry policy decides what
         follows (R11.4-08). Checkpoints go: a retry starts afresh."""
+        if not self._charge(run):  # what the attempt used, under the lease the failure ends
+            return  # refused (R11.5-13): blocked for its budget at the next tick (stops.py)
         body = failure_body(run, reason, producer=self.principal)
         try:
             self.link.send(run.group, "work.fail", body)
@@ -668,70 +704,42 @@ class Worker:
             body = progress_body(
                 work_item=run.work_item, lease_id=run.lease_id, state=state, estimate=estimate
             )
-            self._send_or_buffer(run, "work.progress", body)
+            self.charger.carry(run, "work.progress", body)  # and the usage, R11.5-08
             run.reported = Reported(now, state, estimate)
-            self._charge(run)
 
-    def _charge(self, run: Running) -> None:
-        """``work.usage`` with what the handler used since the last charge (R11.5-12)."""
-        usage = run.progress._take_charges()
-        if usage:
-            body = {"work_item": run.work_item, "lease_id": run.lease_id, "usage": usage}
-            self._send_or_buffer(run, "work.usage", body)
+    def _charge(self, run: Running) -> bool:
+        """What the item used since the last charge, metered and stated (R11.5-12): online as
+        ``work.usage``, offline in a buffered report's binding (R11.5-08). False once a charge
+        was refused (R11.5-13): the item stops (``metering.py``)."""
+        return self.charger.charge(run)
 
     def _send_or_buffer(self, run: Running, type_: str, body: dict[str, Any]) -> bool:
-        """Send ``body`` now, or buffer it signed when offline and still inside the grace
-        period (R11.5-04, R11.5-08); False when it was neither sent nor buffered."""
-        if self.link.online:
-            try:
-                self.link.send(run.group, type_, body)
-                return True
-            except Offline:
-                pass
-            except ApiError as error:
-                log.warning("%s of %s refused: %s", type_, run.work_item, error)
-                return False
-        since = self.link.offline_since
-        now = self._clock()
-        deadline = grace_deadline(run.lease_expires_at, self.config.leases.offline_grace_s)
-        if since is None or now > deadline:
-            return False
-        try:  # re-signed with the current epochs on reconciliation anyway (R11.5-09)
-            membership = self.authority.current_session().memberships.get(run.group)
-        except ClientError:
-            membership = None
-        bound = binding(
-            agent=self.principal,
-            group=run.group,
-            work_item=run.work_item,
-            session_epoch=run.session_epoch,
-            ownership_epoch=run.ownership_epoch,
-            lease_id=run.lease_id,
-            disconnected_at=max(since, run.lease_started_at),
-            buffered_at=max(now, since),
-            grace_deadline=deadline,
-            lease_expires_at=run.lease_expires_at,
-        )
-        self.buffer.add(
-            group=run.group,
-            type_=type_,
-            body=body,
-            bound=bound,
-            membership_epoch=membership.epoch if membership else 0,
-        )
-        return True
+        """Send now, or buffer signed while offline (R11.5-04, ``outbox.py``)."""
+        return self.outbox.send_or_buffer(run, type_, body)
+
+    def _reconciliation_refused(self, entry: Buffered, refusal: ApiError) -> None:
+        """A buffered command the authority refused on reconciliation: an overflowing budget
+        (R11.5-13) stops the item as an online refusal does, when it still runs here."""
+        if refusal.code != BUDGET_EXCEEDED:
+            return
+        with self._lock:
+            run = self._running.get((entry.group, str(entry.body.get("work_item"))))
+        if run is not None and not run.lost:
+            self.charger.stop_for_budget(run, refusal, entry.binding.get("usage"))
 
     # --- 9. slots ----------------------------------------------------------------------------
 
     def _fill(self, now: datetime) -> None:
         while self.pool.free > 0:
-            pick = self.scheduler.pick(Resources(slots=self.pool.free), now)
+            pick = self.scheduler.pick(self.resources.free(self.pool.free), now)
             if pick is None:
                 return
             key = (pick.item.group, pick.item.work_item)
+            self.resources.hold(key, pick.item.needs)
             self.queue.taken(key)
             if not self._start(pick.item, pick.reserved_seconds, now):
                 self.scheduler.finish(*key, used_seconds=0.0)
+                self.resources.release(key)
                 if not self.link.online:
                     return
 
@@ -753,6 +761,12 @@ class Worker:
         if handler is None:
             log.error("no handler for %s (task kind %s)", item.work_item, kind_of(contract))
             self.queue.deferred[key] = now + timedelta(seconds=60)
+            return False
+        try:  # this worker's own checkpoint, or the authority's, verified (R11.5-01)
+            resume = self.link.call(
+                lambda: restore(row, self.pool.checkpoints(*key), contract, self.authority.download)
+            )
+        except Offline:
             return False
         body: dict[str, Any] = {
             "work_item": item.work_item,
@@ -783,6 +797,7 @@ class Worker:
                 urgency=item.urgency,
             )
             self.scheduler.finish(*key, used_seconds=0.0)
+            self.resources.release(key)
             return True
         run = Running(
             group=item.group,
@@ -798,17 +813,33 @@ class Worker:
             org_priority_class=item.org_priority_class,
             expected_s=reserved_s,
             started_at=now,
+            resumed_from=resume,
         )
         progress = run.progress
+        # R10.1-04: what settled the handler's essential questions reaches its context
+        answers = [
+            answer.as_dict()
+            for answer in self.offers.questions.answers(
+                item.group, item.work_item, row["revision"], contract, handler
+            )
+        ]
         with self._lock:
             self._running[key] = run
         try:
             run.slot = self.pool.start(
-                assignment(run, result.get("capability_tokens") or []),
-                lambda ctx: handler(ctx, progress),
+                replace(
+                    # R13.3: the handler is handed its mission's context packages
+                    with_packages(
+                        assignment(run, result.get("capability_tokens") or [], answers=answers),
+                        self.link,
+                    ),
+                    resume_from=resume,
+                ),
+                run.meter.wrap(lambda ctx: handler(ctx, progress)),  # wall-clock, compute
                 on_checkpoint=self._on_checkpoint,
                 requeue=self._on_requeue,
                 on_done=self._on_done,
+                on_block=self._on_block,
             )
         except SlotError as error:  # the pool and the scheduler disagree: a runtime bug
             log.error("no slot for %s: %s", item.work_item, error)
@@ -866,12 +897,33 @@ class Worker:
             run = self._running.get((item.group, item.work_item))
         if run is None or run.lost:
             return  # fenced: the local checkpoint stays for whoever resumes it here
+        # the handler has stopped: the lease this releases is not a loss (``_fence``), even
+        # when the handler asked for it itself (``ctx.checkpoint(..., release=True)``)
+        run.yielding = run.yielding or "checkpoint"
+        if self.link.online and not self._charge(run):
+            # its charge refused (R11.5-13): recorded as a block at this checkpoint, so the
+            # item waits for its budget instead of returning to the queue (``stops.py``)
+            self.stops.block(run, checkpoint, run.stop_for or "")
+            return
         body = {
             "work_item": run.work_item,
             "lease_id": run.lease_id,
-            "checkpoint": checkpoint.wire(),
+            # the state goes first, as an artifact the next owner can restore (resume.py)
+            "checkpoint": self._stored(run, checkpoint),
         }
-        self._send_or_buffer(run, "work.checkpoint", body)
+        run.lost = True  # this checkpoint releases the lease: no progress or renewal after it
+        self.charger.carry(run, "work.checkpoint", body)  # offline: with its usage
+
+    def _stored(self, run: Running, checkpoint: Checkpoint) -> dict[str, Any]:
+        """A checkpoint as the wire carries it, its state stored first (``resume.py``)."""
+        return stored(checkpoint, run.contract, uploader(self.link, self.authority))
+
+    def _on_block(self, item: ItemRef, checkpoint: Checkpoint | None, resolution: str) -> None:
+        """Slot thread, the slot still held: ``work.block`` (R11.4-04, ``stops.py``)."""
+        with self._lock:
+            run = self._running.get((item.group, item.work_item))
+        if run is not None and not run.lost:
+            self.stops.block(run, checkpoint, resolution)
 
     def _on_requeue(self, item: ItemRef, checkpoint_ref: str) -> None:
         self._wake.set()  # step 5 happens in the log: the checkpoint re-queued the item

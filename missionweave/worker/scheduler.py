@@ -180,7 +180,8 @@ class QueuedItem:
     """One accepted WorkItem waiting for a slot, as the scheduler sees it.
 
     ``urgency`` and ``deadline`` are what the Coordinator supplied (R0-03); they order the
-    item within ``group`` only. ``org_priority_class`` comes from policy (R11.1-07).
+    item within ``group`` only. ``org_priority_class`` comes from policy (R11.1-07). Ids and
+    scheduling metadata only, never the contract's content (R13.3-08).
     """
 
     group: str

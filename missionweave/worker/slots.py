@@ -17,7 +17,9 @@ The runtime enforces that, not the handler's good manners: a handler receives on
 - **Checkpoints**: written durably (fsync, atomic rename, fsync of the directory) under
   ``root/checkpoints/<item key>``, keyed by Group and WorkItem, never reachable through the
   file methods. They outlive the slot on purpose: a preempted or crashed item resumes from
-  its last checkpoint in a new slot (``ctx.resume_from``, R11.5-01).
+  its last checkpoint in a new slot (``ctx.resume_from``, R11.5-01). A checkpoint sent to
+  the authority has its state stored there too, and another machine resumes from it
+  (``resume.py``: the runtime hands it over as ``Assignment.resume_from``).
 - **Kept results**: the output bytes of a result finished while the authority could not
   be reached (``kept.py``) are written durably under ``root/results/<item key>``, named by
   their digest. Like checkpoints they outlive the slot and are never reachable through a
@@ -40,7 +42,9 @@ a handler running in this process can still call ``open()`` on another slot's di
 own uid or namespace; that is outside this module.
 
 A thread cannot be killed, which is what R11.3-12 wants: control leaves a handler only by
-its return, its exception, or ``Preempted`` raised at a checkpoint (see ``preemption.py``).
+its return, its exception, ``Preempted`` raised at a checkpoint (see ``preemption.py``), or
+``Blocked`` raised by ``ctx.block`` or at the checkpoint a requested block stops at (see
+``blocking.py``, R11.4-04).
 """
 
 from __future__ import annotations
@@ -61,11 +65,12 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from missionweave.protocol.canonical import canonical_bytes, digest, is_digest, sha256_digest
 from missionweave.protocol.idempotency import external_operation_key
 
+from .blocking import Block, Blocked, check_resolution
 from .preemption import Phase, Preempted, Preemption, Step, complete_preemption
 
 CHECKPOINT_FORMAT = "mwp-worker-checkpoint-v1"
@@ -129,6 +134,9 @@ class Assignment:
     context: Mapping[str, Any] = field(default_factory=dict)
     tokens: Mapping[str, str] = field(default_factory=dict)
     budgets: Mapping[str, int | float] = field(default_factory=dict)
+    #: where the runtime decided the item resumes (``resume.restore``: possibly the
+    #: authority's checkpoint, R11.5-01); ``None``: this pool's latest checkpoint of the item
+    resume_from: Checkpoint | None = None
 
     @property
     def item(self) -> ItemRef:
@@ -163,12 +171,15 @@ class Checkpoint:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a slot's run ended. ``preempted`` means all five steps of R0-13 were taken."""
+    """How a slot's run ended. ``preempted`` means all five steps of R0-13 were taken;
+    ``blocked`` that the block was recorded before the slot was released (R11.4-04), with its
+    ``resolution`` and its ``checkpoint`` (None: the item had none, it starts over)."""
 
-    kind: Literal["finished", "failed", "preempted"]
+    kind: Literal["finished", "failed", "preempted", "blocked"]
     result: Any = None
     error: BaseException | None = None
     checkpoint: Checkpoint | None = None
+    resolution: str | None = None
 
 
 # --- per-slot state, each object owned by exactly one slot ------------------------------------
@@ -499,6 +510,7 @@ class SlotContext:
         checkpoints: CheckpointStore,
         preemption: Preemption,
         resume_from: Checkpoint | None,
+        block: Block | None = None,
     ) -> None:
         self.slot_id = slot_id
         self.item = item
@@ -510,12 +522,19 @@ class SlotContext:
         self._files = files
         self._checkpoints = checkpoints
         self._preemption = preemption
+        self._block = block or Block()
         self._closed = False
 
     # identity
     @property
     def group(self) -> str:
         return self.item.group
+
+    @property
+    def context_packages(self) -> tuple[Mapping[str, Any], ...]:
+        """The latest version of each context package of the item's mission, read-only
+        (R13.3; ``context_packages``): summaries, never the history."""
+        return tuple(self.mission_context.get("context_packages", ()))
 
     @property
     def work_item(self) -> str:
@@ -541,7 +560,8 @@ class SlotContext:
         return self._budget.remaining(tool)
 
     def idempotency_key(self, effect_name: str) -> str:
-        """R16-12 / R11.4-09: the key an external system deduplicates this effect by."""
+        """R16-12 / R11.4-09: the key an external system deduplicates this effect by (a
+        re-run after a crash repeats the call; delivery alone cannot make it once, R16-13)."""
         self._live()
         mission = f"{self.item.group}/{self.item.mission}"
         return external_operation_key(
@@ -568,22 +588,58 @@ class SlotContext:
     # preemption (R11.3-12, R11.3-13)
     def should_yield(self) -> bool:
         """The scheduler asked for this slot back: reach a checkpoint soon."""
-        return self._preemption.requested
+        return self._preemption.requested or self._block.requested
 
     def checkpoint(
-        self, state: bytes | Mapping[str, Any], *, artifacts: Sequence[str] = ()
+        self,
+        state: bytes | Mapping[str, Any],
+        *,
+        artifacts: Sequence[str] = (),
+        release: bool = False,
     ) -> Checkpoint:
         """Record a safe point durably. If a preemption is pending, this is where the
-        handler stops: ``Preempted`` is raised once the checkpoint is on disk (R0-13(2))."""
+        handler stops: ``Preempted`` is raised once the checkpoint is on disk (R0-13(2)).
+
+        ``release=True`` makes this checkpoint one the authority keeps (issue 35 §2): the
+        handler stops here as if preempted, the runtime stores the state as an artifact and
+        sends ``work.checkpoint`` (releasing the lease, R10.2-08), and the item is started
+        again from it — on this machine, or on another owner's after a crash (R11.5-01)."""
         self._live()
         checkpoint = self._checkpoints.write(self.item, state, artifacts)
+        if release:
+            self._preemption.request()  # step 1, asked by the handler itself (R0-13)
+        if self._block.reach_checkpoint(checkpoint):  # a block the runtime asked for wins
+            raise self._block.blocked()
         if self._preemption.reach_checkpoint(checkpoint):
             raise Preempted(checkpoint)
         return checkpoint
 
+    def block(
+        self,
+        required_resolution: str,
+        state: bytes | Mapping[str, Any] | None = None,
+        *,
+        artifacts: Sequence[str] = (),
+    ) -> NoReturn:
+        """Stop here until ``required_resolution`` is met (R11.4-04): the checkpoint of
+        ``state`` is written durably (without ``state``, the item's last checkpoint, or the
+        one this slot resumed from, is where it resumes), then ``Blocked`` unwinds the
+        handler. The runtime sends ``work.block`` and releases the slot; the item resumes
+        from this checkpoint once it is unblocked."""
+        self._live()
+        resolution = check_resolution(required_resolution)
+        if state is None:  # this slot's last checkpoint, or the one it resumed from
+            checkpoint = self._checkpoints.latest() or self.resume_from
+        else:
+            checkpoint = self._checkpoints.write(self.item, state, artifacts)
+        self._block.stop(checkpoint, resolution)
+        raise self._block.blocked()
+
     def _live(self) -> None:
         if self._closed:
             raise SlotClosed(f"slot {self.slot_id} was released")
+        if self._block.stopped:
+            raise self._block.blocked()
         if self._preemption.stopping:
             raise Preempted(self._preemption.checkpoint)
 
@@ -600,10 +656,17 @@ class Slot:
         self.directory = directory
         self.context = context
         self.preemption: Preemption = context._preemption
+        self.block: Block = context._block
         self._vault: _TokenVault = context._vault
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
         self._outcome: Outcome | None = None
+        self._on_block: OnBlock | None = None
+
+    def request_block(self, required_resolution: str) -> None:
+        """Ask the handler to stop, blocked, at its next checkpoint (a refused budget,
+        R11.5-13); like a preemption request it interrupts nothing (R11.3-12)."""
+        self.block.request(required_resolution)
 
     def rotate_token(self, name: str, token: str) -> None:
         """Replace or narrow one capability token under the live lease (R11.3-07)."""
@@ -622,6 +685,8 @@ class Slot:
 OnCheckpoint = Callable[[ItemRef, Checkpoint], None]
 Requeue = Callable[[ItemRef, str], None]
 OnDone = Callable[[ItemRef, Outcome], None]
+#: ``on_block(item, checkpoint or None, required_resolution)``: send ``work.block`` (R11.4-04)
+OnBlock = Callable[[ItemRef, Checkpoint | None, str], None]
 
 
 class SlotPool:
@@ -730,7 +795,7 @@ class SlotPool:
                 files=_SlotFiles(directory),
                 checkpoints=store,
                 preemption=Preemption(),
-                resume_from=store.latest(),
+                resume_from=assignment.resume_from or store.latest(),
             )
             slot = Slot(slot_id, item, directory, context)
             self._active[slot_id] = slot
@@ -751,6 +816,7 @@ class SlotPool:
         on_checkpoint: OnCheckpoint,
         requeue: Requeue,
         on_done: OnDone | None = None,
+        on_block: OnBlock | None = None,
     ) -> Slot:
         """Acquire a slot and run ``handler(ctx)`` in a thread of its own.
 
@@ -758,9 +824,12 @@ class SlotPool:
         (the runtime signs it as ``work.checkpoint``), then the slot is released, then
         ``requeue(item, checkpoint.ref)``. Ordinary checkpoints stay local: on the wire,
         ``work.checkpoint`` releases execution (R10.2-08), so sending one would end the lease
-        of an item that is still running. ``on_done(item, outcome)`` is told how it ended.
+        of an item that is still running. ``on_block(item, checkpoint, resolution)`` is called
+        when the handler blocked (``blocking.py``), before the slot is released (R11.4-04).
+        ``on_done(item, outcome)`` is told how it ended.
         """
         slot = self.acquire(assignment)
+        slot._on_block = on_block
         # not a daemon: the process must not exit under a running handler (R11.3-12); a
         # clean shutdown requests preemption of every active slot and joins them
         slot._thread = threading.Thread(
@@ -801,7 +870,7 @@ class SlotPool:
         error: BaseException | None = None
         try:
             result = handler(slot.context)
-        except Preempted:
+        except (Preempted, Blocked):
             pass
         except BaseException as exc:  # a handler's SystemExit must not leak the slot either
             error = exc
@@ -823,11 +892,28 @@ class SlotPool:
                 machine.take(Step.FAIL)
                 return Outcome("failed", error=exc, checkpoint=checkpoint)
             return Outcome("preempted", checkpoint=checkpoint)
+        if slot.block.stopped:  # as for a preemption, the block decides, not how it left
+            return self._blocked(slot)
         if error is not None:
             machine.take(Step.FAIL)
             return Outcome("failed", error=error)
         machine.take(Step.FINISH)
         return Outcome("finished", result=result)
+
+    def _blocked(self, slot: Slot) -> Outcome:
+        """R11.4-04's order: the checkpoint is durable (``ctx.block``), the block is recorded
+        (``on_block``) while the slot is still held, and only then is the slot released (by
+        ``_run``). The preemption machine ends as a run that was not preempted."""
+        slot.preemption.take(Step.FINISH)
+        checkpoint = slot.block.checkpoint
+        assert checkpoint is None or isinstance(checkpoint, Checkpoint)
+        resolution = slot.block.resolution or ""
+        if slot._on_block is not None:
+            try:
+                slot._on_block(slot.item, checkpoint, resolution)
+            except Exception as exc:
+                return Outcome("failed", error=exc, checkpoint=checkpoint, resolution=resolution)
+        return Outcome("blocked", checkpoint=checkpoint, resolution=resolution)
 
     def _release(self, slot: Slot) -> None:
         """Wipe the tokens, close the context, remove the scratch directory; idempotent.

@@ -14,7 +14,10 @@ function familyOf(type) {
 function draftFields(root) {
   const fields = [];
   for (const form of root.querySelectorAll("form[data-form-key]")) {
-    for (const field of form.querySelectorAll("textarea, input[type=text]")) {
+    // what a person chose counts too: a select, a date and time (the "Escalate" form)
+    for (const field of form.querySelectorAll(
+      "textarea, input[type=text], input[type=datetime-local], select",
+    )) {
       fields.push([form.dataset.formKey + "|" + field.name, field]);
     }
   }
@@ -144,7 +147,8 @@ export function replacePreserving(current, fresh) {
     if (drafts.has(key)) field.value = drafts.get(key);
     if (focus && focus.key === key) {
       field.focus();
-      field.setSelectionRange(focus.start, focus.end);
+      // a select or a date has no text selection (its selectionStart is null or absent)
+      if (focus.start != null) field.setSelectionRange(focus.start, focus.end);
     }
   }
 }

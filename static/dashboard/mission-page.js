@@ -75,6 +75,7 @@ const body = new LiveSection({
   matches: (event) =>
     event.type.startsWith("membership.") ||
     missions.has(event.payload?.mission) ||
+    missions.has(event.payload?.package?.mission) ||
     workItems.has(event.payload?.work_item) ||
     (event.payload?.charged_missions ?? []).some((mission) => missions.has(mission)),
   onSwap: (fresh) => {

@@ -5,7 +5,8 @@
 ``g-ops`` as an authority follow-up after the source commits (run here with
 ``django_capture_on_commit_callbacks``), as child missions do.
 
-R13.3-06 and R13.3-08 are not enforced by code; ``tests/protocol/test_context.py`` says why.
+R13.3-06 is not enforced by code; ``tests/protocol/test_context.py`` says why. R13.3-08 is
+the worker scheduler's rule: ``tests/worker/test_scheduler_metadata.py``.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ JSON_BODIES = (
     "groups/{group}/commands:batch",
     "groups/{group}/memberships",
     "organizations",
+    "presence",
     "sessions",
 )
 PLACEHOLDERS: dict[str, Any] = {

@@ -9,8 +9,9 @@ Not enforced by code, so no test here cites them: R13.3-06 (reusable knowledge p
 an organisation-approved, classified artifact) is a rule for an organisation's catalogue of
 artifacts, which does not exist; a context package stays scoped to one mission of one group
 and never becomes reusable knowledge by itself. R13.3-08 (the global scheduler must not read
-confidential mission content) has no subject: there is no global scheduler in the authority,
-and packages are only served to members (``tests/api/test_contexts.py``).
+confidential mission content) is not the authority's: it has no global scheduler, and packages
+are only served to members (``tests/api/test_contexts.py``). The scheduler is the worker's,
+fed scheduling metadata only (``tests/worker/test_scheduler_metadata.py``).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from .lease_stories import (
     revoke,
     with_body,
 )
-from .work_scenarios import OTHER_WORKER, WORKER, WorkStory, work_contract
+from .work_scenarios import OTHER_WORKER, SESSION_EPOCH, WORKER, WorkStory, work_contract
 
 LATER = NOW + timedelta(minutes=1)
 
@@ -250,6 +250,32 @@ def test_a_fenced_owners_lease_never_passes_for_the_new_owners_current_lease() -
     clock(story, at_time(after["start_deadline"]))
     missed = story.run(reassign(story, START_DEADLINE_MISSED))
     assert missed.events[0][1]["lease_id"] is None
+
+
+def test_a_started_lease_is_bound_to_agent_session_item_epoch_a_stable_id_and_expiry() -> None:
+    """R0-11, R11.3-03 (MWP-WRK-013): ``work.start`` gives a lease bound to the owner agent,
+    its session epoch, the WorkItem and the ownership epoch, with an id and an expiry; a
+    renewal moves the expiry and keeps the id."""
+    story = offered()
+    story.do("work.accept_offer", worker=WORKER)
+    clock(story, LATER)
+    lease = story.do("work.start").events[0][1]["lease"]
+    assert {name: value for name, value in lease.items() if name != "lease_id"} == {
+        "agent": WORKER,
+        "session_epoch": SESSION_EPOCH,
+        "work_item": story.item,
+        "ownership_epoch": 1,
+        "started_at": format_timestamp(LATER),
+        "expires_at": format_timestamp(LATER + LEASE_TTL),
+    }
+    assert lease["lease_id"]
+    current = item(story)["lease"]
+    assert (current["lease_id"], current["agent"]) == (lease["lease_id"], WORKER)
+    clock(story, LATER + timedelta(minutes=2))
+    story.do("lease.renew")
+    renewed = item(story)["lease"]
+    assert renewed["lease_id"] == lease["lease_id"]
+    assert renewed["expires_at"] == format_timestamp(LATER + timedelta(minutes=2) + LEASE_TTL)
 
 
 # --- work.reassign: refusals -----------------------------------------------------------------

@@ -86,6 +86,7 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "work.disclose_schedule": ("work.schedule_disclosed",),
     "evidence.record": ("evidence.recorded",),
     "work.message": ("work.message_posted",),
+    "work.reprioritize": ("work.reprioritized",),
     "work.reassign": ("work.reassigned", "work.offered"),
     "lease.revoke": ("lease.revoked",),
 }

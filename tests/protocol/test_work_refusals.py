@@ -570,7 +570,9 @@ def test_start_waits_until_every_dependency_is_verified() -> None:
 def test_the_dependency_policy_decides_which_states_count(
     policy: str, dependency_state: str, met: bool
 ) -> None:
-    """R10.4-03, wire§9: for ``all_terminal`` verified, failed and cancelled count."""
+    """R10.4-03, wire§9: for ``all_terminal`` verified, failed and cancelled count. An unmet
+    dependency that ended is named in ``details.ended`` (R10.2-20, R10.2-21): waiting will
+    not meet it."""
     driver = PureDriver()
     story_in(dependency_state, driver, item="wi-dep", proposal="p-dep")
     story = _waiting(driver, ["wi-dep"], policy)
@@ -579,7 +581,10 @@ def test_the_dependency_policy_decides_which_states_count(
         assert story.state == S.ACTIVE
     else:
         error = refused(story, story.call("work.start"), ErrorCode.DEPENDENCY_UNMET)
-        assert error.details == {"unmet": ["wi-dep"], "policy": policy}
+        expected: dict = {"unmet": ["wi-dep"], "policy": policy}
+        if dependency_state in (S.FAILED, S.CANCELLED):
+            expected["ended"] = {"wi-dep": dependency_state}
+        assert error.details == expected
 
 
 # --- evidence and review --------------------------------------------------------------------------

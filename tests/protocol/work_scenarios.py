@@ -214,8 +214,11 @@ class PureDriver:
     def now(self) -> datetime:
         return self.at
 
-    def decide(self, call: Call, *, at: datetime | None = None) -> Decision:
-        """The decision, without appending it (raises ``ProtocolError`` when refused)."""
+    def decide(
+        self, call: Call, *, at: datetime | None = None, command_id: str | None = None
+    ) -> Decision:
+        """The decision, without appending it (raises ``ProtocolError`` when refused);
+        ``command_id``: the envelope's id (a message's id is its command's), else a fresh one."""
         check_issuer(call.type, call.actor)
         return self.scenario.when(
             call.type,
@@ -229,6 +232,7 @@ class PureDriver:
             ),
             now=at or self.at,
             extensions=call.extensions,
+            command_id=command_id,
         )
 
     def run(self, call: Call, *, at: datetime | None = None) -> Ran:
@@ -524,6 +528,23 @@ def _submit_fields(story: WorkStory) -> dict[str, Any]:
     }
 
 
+def _reprioritize(
+    story: WorkStory,
+    *,
+    actor: str = COORDINATOR,
+    urgency: str | None = "critical",
+    deadline: str | None = None,
+    **_: Any,
+) -> Call:
+    """A priority change (R0-12): by default the urgency raised to critical."""
+    body: dict[str, Any] = {"work_item": story.item, "reason": "the customer escalated"}
+    if urgency is not None:
+        body["urgency"] = urgency
+    if deadline is not None:
+        body["deadline"] = deadline
+    return Call("work.reprioritize", actor, body)
+
+
 def _unblock(story: WorkStory, *, to: str | None = None, **_: Any) -> Call:
     target = to or (S.QUEUED if story.owner is not None else S.OPEN)
     return Call("work.unblock", COORDINATOR, {"work_item": story.item, "to": target})
@@ -650,6 +671,7 @@ CALLS: dict[str, Callable[..., Call]] = {
     "work.submit": _owner_call("work.submit", _submit_fields),
     "work.disclose_schedule": _disclose,
     "work.unblock": _unblock,
+    "work.reprioritize": _reprioritize,
     "evidence.record": _evidence_record,
     "work.accept_result": _accept_result,
     "work.fail": _fail,

@@ -281,8 +281,8 @@ def test_the_django_admin_lists_cursors_with_head_and_lag(world: World) -> None:
 
 
 async def test_acknowledging_the_head_keeps_the_whole_history(world: World) -> None:
-    """R16-08 (MWP-WRK-030): acknowledging never deletes history: after an ACK at the head,
-    GET /events and SUBSCRIBE still serve every event from sequence 1."""
+    """R0-16, R16-08 (MWP-WRK-030): acknowledging never deletes history: after an ACK at the
+    head, GET /events and SUBSCRIBE still serve every event from sequence 1."""
     socket = await _connected(world.w1.token)
     await _ack(socket, {world.group: 3})
 

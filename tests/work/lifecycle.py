@@ -146,6 +146,7 @@ STAYS = {
     "work.usage_recorded": "work.usage",
     "evidence.recorded": "evidence.record",
     "work.message_posted": "work.message",
+    "work.reprioritized": "work.reprioritize",
 }
 #: part of another command (an acceptance's withdrawals) or audit only (a late result)
 NEUTRAL = {"work.offer_withdrawn": S.QUEUED, "work.late_result_recorded": None}

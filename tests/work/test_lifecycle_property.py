@@ -44,6 +44,7 @@ from apps.work import reviews, tasks
 from apps.work.models import WorkItem as WorkItemRow
 from missionweave.protocol import states as S
 from missionweave.protocol.canonical import sha256_digest
+from missionweave.protocol.contracts import URGENCIES
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.missions.model import Mission
@@ -617,6 +618,24 @@ class Lifecycle(RuleBasedStateMachine):
         body = {"work_item": work_item, "reason": "no longer needed"}
         self.send(persona, "work.cancel", body, expected)
 
+    def do_reprioritize(self, work_item: str, persona: Persona, urgency: str) -> None:
+        """R0-12, R11.3-11: any state but the terminal ones, by the coordinator or a mission
+        owner; the same urgency again changes nothing and is refused; the item does not move
+        and keeps its revision."""
+        item = self.item(work_item)
+        expected: Expected = NOT_FOUND
+        if item is not None:
+            unchanged = item.contract.get("urgency") == urgency
+            expected = ILLEGAL if item.state in S.TERMINAL or unchanged else OK
+        body = {"work_item": work_item, "urgency": urgency, "reason": "escalated"}
+        answer = self.send(persona, "work.reprioritize", body, expected)
+        if isinstance(answer, Outcome):
+            after = self.item(work_item)
+            assert after is not None
+            assert item is not None
+            assert after.contract["urgency"] == urgency
+            assert (after.state, after.revision) == (item.state, item.revision)
+
     def do_unblock(self, work_item: str, to: str) -> None:
         """R10.2-10; never while the linked child mission runs (R10.2-15)."""
         item = self.item(work_item)
@@ -709,7 +728,9 @@ class Lifecycle(RuleBasedStateMachine):
         return link["group"], link["work_item"], S.FAILED if policy == "fail_parent" else S.BLOCKED
 
     def do_message(self, work_item: str, persona: Persona, essential: bool, reply: bool) -> None:
-        """R10.1-02, R10.1-03: an essential question stays open until it is answered."""
+        """R10.1-02, R10.1-03, R10.1-04: an essential question stays open until the
+        coordinator answers it — unless the coordinator asked it; every other reply is kept
+        and settles nothing."""
         item = self.item(work_item)
         body: dict[str, Any] = {"work_item": work_item, "text": "which month exactly?"}
         if essential:
@@ -721,7 +742,11 @@ class Lifecycle(RuleBasedStateMachine):
         if isinstance(answer, Outcome):
             after = self.item(work_item)
             assert after is not None
-            assert answered is None or answered not in after.open_questions
+            if answered is not None:
+                settles = persona in (self.cast.coordinator, self.cast.olga) and (
+                    item is not None and item.question_askers.get(answered) != persona.principal
+                )
+                assert (answered not in after.open_questions) == settles
             if essential:
                 assert answer.body["result"]["message"] in after.open_questions
 
@@ -965,6 +990,12 @@ class Lifecycle(RuleBasedStateMachine):
         )
 
     @precondition(lambda self: self.items())
+    @rule(pick=picks, urgency=st.sampled_from(URGENCIES), by_olga=st.booleans())
+    def reprioritize(self, pick: int, urgency: str, by_olga: bool) -> None:
+        persona: Persona = self.cast.olga if by_olga else self.cast.coordinator
+        self.do_reprioritize(self.pick_item(pick, "work.reprioritize"), persona, urgency)
+
+    @precondition(lambda self: self.items())
     @rule(pick=picks, to=st.sampled_from((S.QUEUED, S.OPEN)))
     def unblock(self, pick: int, to: str) -> None:
         self.do_unblock(self.pick_item(pick, "work.unblock"), to)
@@ -1062,7 +1093,11 @@ class Lifecycle(RuleBasedStateMachine):
             self.do_offer(work_item, workers, mode, [pick % 5 == 0])
         elif item.state == S.OFFERED:
             if item.open_questions:
-                self.do_message(work_item, self.cast.coordinator, essential=False, reply=True)
+                # the coordinator answers, or a mission owner when the coordinator asked
+                asker = item.question_askers.get(item.open_questions[0])
+                coordinator = self.cast.coordinator
+                answerer = self.cast.olga if asker == coordinator.principal else coordinator
+                self.do_message(work_item, answerer, essential=False, reply=True)
                 return True
             live = live_offer(item)
             if live is None:

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from missionweave.client.agent import CommandResult, Membership, Session
-from missionweave.client.errors import ApiError, Unavailable
+from missionweave.client.errors import ApiError, ArtifactMismatch, Unavailable
 from missionweave.protocol import decider
 from missionweave.protocol.canonical import ZERO_HASH, sha256_digest
 from missionweave.protocol.commands import COMMANDS
@@ -35,6 +35,7 @@ from missionweave.protocol.facts import Command, Decision, StateKey
 from missionweave.protocol.heads import head_document, reference
 from missionweave.protocol.identifiers import AUTHORITY
 from missionweave.protocol.memberships import GRANT, REVOKE, owned_items_key
+from missionweave.protocol.presence import validate_presence
 from missionweave.protocol.signing import generate_private_key, sign_document
 from missionweave.protocol.timefmt import format_timestamp
 from missionweave.protocol.work.items import work_item_key
@@ -141,6 +142,8 @@ class FakeAuthority:
         #: the heads signed for each group, in order (``signed_head``)
         self._heads: dict[str, list[dict[str, Any]]] = {}
         self.uploads: dict[str, bytes] = {}
+        #: every presence report, oldest first
+        self.presence: list[dict[str, Any]] = []
         self.published: list[dict[str, Any]] = []
         self._replies: dict[str, CommandResult] = {}
         self._tokens = itertools.count(1)
@@ -261,7 +264,9 @@ class FakeAuthority:
         log.driver.at = now
         try:
             decision = log.driver.decide(
-                Call(type_, self.principal, body, extensions=extensions or {}), at=now
+                Call(type_, self.principal, body, extensions=extensions or {}),
+                at=now,
+                command_id=command_id,  # as the server: a message's id is its command's
             )
         except ProtocolError as error:
             status = http_status(error.code)
@@ -303,7 +308,20 @@ class FakeAuthority:
             if found is None:
                 raise ApiError(404, "NOT_FOUND", f"no {parts[3]}")
             return found.as_dict()
+        if parts[0] == "groups" and parts[2:] == ["contexts"]:
+            return self._contexts(parts[1], params or {})
         raise AssertionError(f"the fake serves no {path}")
+
+    def _contexts(self, group: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``GET /groups/{g}/contexts`` in one page, from the group's context aggregates."""
+        state = self.groups[group].scenario.state
+        packages = sorted(
+            (package for (kind, _), package in state.items() if kind == "context"),
+            key=lambda package: package.id,
+        )
+        mission, work_item = params.get("mission"), params.get("work_item")
+        listed = [p.summary() for p in packages if p.in_context_of(mission, work_item)]
+        return {"packages": listed, "next_after": None}
 
     def signed_head(self, group: str) -> dict[str, Any]:
         """The group's head as the real authority signs it: once per sequence, each naming
@@ -329,11 +347,30 @@ class FakeAuthority:
     def current_session(self) -> Session:
         return self.session
 
+    def report_presence(self, report: dict[str, Any]) -> dict[str, Any]:
+        """``POST /presence``, checked by the protocol core and kept in order (R11.1-11)."""
+        self._reachable()
+        self.presence.append(validate_presence(report))
+        return {"agent": self.principal, **report}
+
     def upload(self, data: Any, *, content_type: str = "application/octet-stream") -> str:
         self._reachable()
         digest = sha256_digest(bytes(data))
         self.uploads[digest] = bytes(data)
         return digest
+
+    def download(self, digest: str) -> bytes:
+        """The bytes uploaded under ``digest`` (a checkpoint's stored state, ``resume.py``);
+        404 ``NOT_FOUND`` for anything never uploaded, as the server answers, and
+        ``ArtifactMismatch`` for bytes that do not hash to it, as ``AgentClient.download``
+        finds while they stream (a test changes ``uploads`` to play a corrupted store)."""
+        self._reachable()
+        if digest not in self.uploads:
+            raise ApiError(404, "NOT_FOUND", f"no artifact {digest}")
+        data = self.uploads[digest]
+        if sha256_digest(data) != digest:
+            raise ArtifactMismatch(digest, sha256_digest(data), len(data))
+        return data
 
     def publish(self, group: str, work_item: str, lease_id: str, **manifest: Any) -> Any:
         self._reachable(group)

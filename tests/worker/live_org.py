@@ -37,11 +37,19 @@ class LiveOrg:
         return AgentClient(self.server.url, self.coordinator.id, self.coordinator.key)
 
     def offer(
-        self, client: AgentClient, group: str, *, kind: str = "text.summarise", **contract: Any
+        self,
+        client: AgentClient,
+        group: str,
+        *,
+        kind: str = "text.summarise",
+        mission_budgets: dict[str, Any] | None = None,
+        **contract: Any,
     ) -> str:
-        """A mission with one WorkItem of ``kind`` authorised and offered to the worker."""
+        """A mission with one WorkItem of ``kind`` authorised and offered to the worker;
+        ``mission_budgets`` replaces the mission's default budgets."""
         mission, work_item = unique("m"), unique("wi")
-        client.submit(group, "mission.create", mission_body(mission))
+        budgets = {} if mission_budgets is None else {"budgets": mission_budgets}
+        client.submit(group, "mission.create", mission_body(mission, **budgets))
         terms = example_contract(
             deadline=DEADLINE,
             capabilities=[{"id": kind, "version": "1"}],

@@ -157,6 +157,8 @@ RARE: tuple[Move, ...] = (
     ("membership.revoke", {}),
     ("membership.grant", {}),
     ("work.message", {"actor": COORDINATOR}),
+    ("work.reprioritize", {"urgency": "critical"}),
+    ("work.reprioritize", {"urgency": "low", "deadline": "2029-06-01T00:00:00Z"}),
 )
 
 

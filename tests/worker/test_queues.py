@@ -121,6 +121,7 @@ def test_an_authorized_item_is_remembered_with_the_terms_the_scheduler_reads() -
         "compute_s": 90,
         "compute_source": "estimate",
         "max_concurrency": 1,
+        "needs": {},  # the estimate and the concurrency are not held amounts (R11.1-09)
     }
     # the protocol core counts the same gate (R10.1-01(i))
     item: WorkItem = told.walk.scenario.state["work_item", told.item]
@@ -406,9 +407,53 @@ def test_messages_on_this_workers_items_reach_its_inbox_but_not_its_own() -> Non
         "text": posted["payload"]["text"],
         "essential": True,
         "in_reply_to": None,
+        "resolves": None,
     }
     elsewhere = Told().do("work.message", actor=COORDINATOR)
     assert elsewhere.inbox("message") == []
+
+
+def test_a_reply_says_in_the_inbox_whether_it_settled_the_question() -> None:
+    """R10.1-04: the worker learns from its inbox that its question was settled (by the
+    coordinator), or only answered (by anyone else)."""
+    told = Told().do("work.offer", workers=(ME,)).do("work.message", actor=ME, essential=True)
+    asked = told.events[-1]["payload"]["message"]
+    told.do("work.message", actor=OTHER_WORKER, in_reply_to=asked)
+    told.do("work.message", actor=COORDINATOR, in_reply_to=asked)
+    replies = [(e["detail"]["by"], e["detail"]["resolves"]) for e in told.inbox("message")]
+    assert replies == [(OTHER_WORKER, False), (COORDINATOR, True)]
+
+
+def test_a_priority_change_reaches_the_terms_of_the_offer_and_the_queue_at_once() -> None:
+    """R0-12, R11.3-11: ``work.reprioritized`` changes the urgency and deadline the scheduler
+    reads — of the remembered item, this worker's open offer and its queue entry — without
+    moving the item in the queue (same ``queued_at``), and says so in the inbox."""
+    told = Told().do("work.offer", workers=(ME,))
+    told.do("work.reprioritize", urgency="high")
+    [offer] = told.state.offers()
+    assert offer["terms"]["urgency"] == "high"
+    told.do("work.accept_offer", worker=ME)
+    queued = told.state.owned(told.item)
+    assert queued is not None
+    assert queued["terms"]["urgency"] == "high"
+    told.do(
+        "work.reprioritize",
+        actor=MISSION_OWNER,
+        urgency="critical",
+        deadline="2029-06-01T00:00:00Z",
+    )
+    after = told.state.owned(told.item)
+    assert after is not None
+    assert (after["terms"]["urgency"], after["terms"]["deadline"]) == (
+        "critical",
+        "2029-06-01T00:00:00Z",
+    )
+    assert after["queued_at"] == queued["queued_at"]
+    item = told.state.item(told.item)
+    assert item is not None
+    assert item["terms"]["urgency"] == "critical"
+    changes = [(e["detail"]["by"], e["detail"]["urgency"]) for e in told.inbox("priority")]
+    assert changes == [(COORDINATOR, "high"), (MISSION_OWNER, "critical")]
 
 
 def test_membership_changes_reach_the_inbox() -> None:
@@ -518,6 +563,9 @@ def _agrees(mine: GroupQueues, state: dict[StateKey, Any]) -> None:
             assert remembered["last_checkpoint"] == item.last_checkpoint
             assert remembered["attempts"] == item.attempts
             assert remembered["terms"]["approvals_required"] == approvals_required(item)
+            # R11.3-11: a priority change reaches the terms the scheduler reads
+            assert remembered["terms"]["urgency"] == item.contract["urgency"]
+            assert remembered["terms"]["deadline"] == item.contract["deadline"]
         owned = mine.owned(ident)
         if item.owner == ME and item.state in (S.QUEUED, S.ACTIVE, S.BLOCKED):
             assert owned is not None, ident
@@ -528,6 +576,7 @@ def _agrees(mine: GroupQueues, state: dict[StateKey, Any]) -> None:
             assert owned["revision"] == item.revision
             assert owned["gate"]["approvals"] == list(item.approvals)
             assert owned["resume_from"] == item.last_checkpoint
+            assert owned["terms"]["urgency"] == item.contract["urgency"]
             if item.state == S.ACTIVE:
                 assert item.lease is not None
                 assert owned["lease"] is not None

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, cast
 
@@ -165,7 +166,8 @@ def _check_restart(
 def test_restarting_the_worker_at_100_random_points_keeps_its_queues_equal_to_a_replay(
     tmp_path: Path,
 ) -> None:
-    """R11.1-02, R16-02, R16-04, R16-05, R16-06, MWP-WRK-029, MWP-WRK-030 (issue 14 must-hold):
+    """R0-14, R0-15, R0-16, R11.1-02, R16-02, R16-04, R16-05, R16-06, MWP-WRK-029,
+    MWP-WRK-030 (issue 14 must-hold): events arrive at least once (duplicated, out of order);
     100 deaths at random statements — before a transaction, between the rows and the cursor,
     at the commit, while checking a duplicate — and after each restart the queues and cursors
     equal a replay, no event was applied twice and no cursor passed a gap."""
@@ -203,8 +205,9 @@ def test_restarting_the_worker_at_100_random_points_keeps_its_queues_equal_to_a_
 def test_any_deaths_under_any_delivery_order_end_in_the_replayed_queues(
     tmp_path_factory: pytest.TempPathFactory, seed: int, deaths: list[int]
 ) -> None:
-    """R11.1-02, MWP-WRK-029: whatever the delivery order and wherever the worker dies, it
-    ends with every event applied once and the queues a replay gives."""
+    """R0-14, R0-15, R11.1-02, MWP-WRK-029: whatever the at-least-once delivery order and
+    wherever the worker dies, it ends with every event applied once and the queues a replay
+    gives."""
     rng = random.Random(seed)
     log = {group: group_log(group, rng, steps=60) for group in ("g-one", "g-two")}
     path = tmp_path_factory.mktemp("deaths") / "worker.sqlite3"
@@ -238,7 +241,7 @@ PACE_S = 0.004
 def test_a_worker_process_killed_at_random_moments_restarts_where_its_file_says(
     tmp_path: Path,
 ) -> None:
-    """R16-05, R16-06, MWP-WRK-029: SIGKILL gives the process no chance to clean up; what
+    """R0-15, R16-05, R16-06, MWP-WRK-029: SIGKILL gives the process no chance to clean up; what
     its file holds after each kill is a cursor with exactly the events up to it applied, and
     the queues a replay of them gives."""
     rng = random.Random(7)
@@ -290,8 +293,9 @@ def test_a_worker_process_killed_at_random_moments_restarts_where_its_file_says(
 def test_the_feed_drops_duplicates_buffers_gaps_and_acknowledges_the_durable_cursor(
     tmp_path: Path,
 ) -> None:
-    """R16-02, R16-04, R16-05, R16-07, MWP-WRK-030: a duplicate changes nothing; an event
-    after a gap waits in memory and the cursor stays before the gap until it is filled."""
+    """R0-16, R16-02, R16-04, R16-05, R16-07, MWP-WRK-030: a duplicate changes nothing; an
+    event after a gap waits in memory and the cursor (the ACK position) stays at the highest
+    contiguous durable sequence, before the gap, until it is filled."""
     events = group_log("g-one", random.Random(2), steps=40)
     store = QueueStore(tmp_path / "w.sqlite3", worker=ME)
     feed: EventFeed = store.feed(NO_CLIENT, "g-one")
@@ -326,7 +330,8 @@ def test_the_store_applies_only_the_next_event_of_the_group(tmp_path: Path) -> N
 
 
 def test_groups_keep_distinct_inboxes_cursors_and_queues(tmp_path: Path) -> None:
-    """R0-01, R11.1-01 (MWP-WRK-008): the same worker in two groups never mixes them."""
+    """R0-01, R0-02, R11.1-01 (MWP-WRK-008): the same worker in two groups never mixes them:
+    each group has its own inbox, cursor and queue, each equal to a replay of its events."""
     log = logs(5, groups=("g-one", "g-two"), steps=80)
     store = QueueStore(tmp_path / "w.sqlite3", worker=ME)
     for group, events in log.items():
@@ -348,6 +353,31 @@ def test_groups_keep_distinct_inboxes_cursors_and_queues(tmp_path: Path) -> None
     store.close()
 
 
+def test_each_group_is_ordered_on_its_own_never_across_groups(tmp_path: Path) -> None:
+    """R0-17, R16-03: each group's log is numbered from 1 on its own, and the worker needs no
+    order across groups: the same events in three cross-group interleavings (one group
+    first, the other first, alternating) end in the same cursors and queues, each group's
+    equal to a replay of that group alone."""
+    log = logs(11, groups=("g-one", "g-two"), steps=60)
+    for events in log.values():
+        assert [event["sequence"] for event in events] == list(range(1, len(events) + 1))
+    one, two = ([(group, event) for event in log[group]] for group in ("g-one", "g-two"))
+    alternating = [pair for pairs in zip_longest(one, two) for pair in pairs if pair]
+    outcomes = []
+    for n, order in enumerate((one + two, two + one, alternating)):
+        store = QueueStore(tmp_path / f"w{n}.sqlite3", worker=ME)
+        feeds = {group: store.feed(NO_CLIENT, group) for group in log}
+        for group, event in order:
+            feeds[group].deliver(event)
+        outcomes.append((store.cursors(), {group: store.state(group) for group in log}))
+        store.close()
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    assert outcomes[0][0] == {group: len(events) for group, events in log.items()}
+    assert outcomes[0][1] == {
+        group: replay(events, group=group, worker=ME) for group, events in log.items()
+    }
+
+
 def test_a_file_holds_one_workers_queues(tmp_path: Path) -> None:
     """R0-01: another worker's file is refused, not merged into."""
     QueueStore(tmp_path / "w.sqlite3", worker=ME).close()
@@ -358,8 +388,9 @@ def test_a_file_holds_one_workers_queues(tmp_path: Path) -> None:
 def test_a_fresh_file_rebuilds_from_a_local_snapshot_and_the_events_after_it(
     tmp_path: Path,
 ) -> None:
-    """R11.1-02, MWP-WRK-029: snapshot one worker's group, restore it into a new file, feed
-    the rest (with duplicates from before the snapshot): the same queues as a full replay."""
+    """R0-02, R0-15, R11.1-02, MWP-WRK-029: snapshot one worker's group, restore it into a
+    new file, feed the rest in order (with duplicates from before the snapshot, dropped by
+    event id): the same queues as a full replay."""
     events = group_log("g-one", random.Random(9), steps=120)
     cut = len(events) // 2
     first = QueueStore(tmp_path / "first.sqlite3", worker=ME)

@@ -134,7 +134,8 @@ def test_reprioritize_reorders_queued_work_at_once() -> None:
 
 
 def test_reprioritize_keeps_the_groups_place_across_groups() -> None:
-    """R11.1-06: a priority change inside one Group does not move it ahead of another."""
+    """R11.1-05, R11.1-06: a priority change inside one Group does not move it ahead of
+    another: the scheduler keeps the cross-Group order."""
     scheduler = Scheduler()
     scheduler.enqueue(_item("a", 1))
     scheduler.enqueue(_item("b", 1))
@@ -324,9 +325,10 @@ def test_urgency_cannot_starve_another_group(
     duration: int,
     slots: int,
 ) -> None:
-    """R0-04, R0-07, R11.1-06, R11.1-10 (MWP-WRK-009, MWP-WRK-010): whatever urgencies and
-    deadlines one Group claims, every other Group's items are picked within the stated bound,
-    and the sequence of Groups served is exactly what it would be had it claimed nothing."""
+    """R0-04, R11.1-05, R0-07, R11.1-06, R11.1-10 (MWP-WRK-009, MWP-WRK-010): whatever
+    urgencies and deadlines one Group claims, every other Group's items are picked within the
+    stated bound, and the sequence of Groups served is exactly what it would be had it claimed
+    nothing: the scheduler alone orders across Groups."""
     policy = SchedulingPolicy(
         shares={"loud": Share(weight=weights[0])}
         | {f"quiet{n}": Share(weight=weights[n + 1]) for n in range(len(others))},

@@ -22,6 +22,7 @@ from missionweave.worker.slots import (
     IsolationError,
     NoFreeSlot,
     SlotClosed,
+    SlotContext,
     SlotError,
     SlotPool,
 )
@@ -174,8 +175,9 @@ def _reachable(root: object) -> list[object]:
 
 
 def test_a_context_holds_no_reference_to_another_slot(pool: SlotPool) -> None:
-    """R11.1-12: nothing reachable from slot A's context is slot B's state, nor the pool
-    (which reaches every slot)."""
+    """R0-08, R11.1-12: nothing reachable from slot A's context is slot B's state — its
+    mission context, tokens, checkpoints, tool budget — nor the pool (which reaches every
+    slot)."""
     a = pool.acquire(assignment("wi-a", tokens={"tools": "secret-of-a"}))
     b = pool.acquire(assignment("wi-b", tokens={"tools": "secret-of-b"}))
     reachable = _reachable(a.context)
@@ -339,8 +341,9 @@ ids = st.text(alphabet="abcdefghij-:/0123", min_size=1, max_size=8)
 def test_idempotency_keys_never_collide_across_slots(
     items: list[tuple[str, str, str, int]], effects: list[str]
 ) -> None:
-    """R11.1-12, R16-12: every key a slot derives differs from every key of every other
-    active slot, for any ids (including ones that only differ by where a separator sits)."""
+    """R0-08, R11.1-12, R16-12: every side-effect key a slot derives differs from every key
+    of every other active slot, for any ids (including ones that only differ by where a
+    separator sits)."""
     with tempfile.TemporaryDirectory() as root, SlotPool(len(items), Path(root)) as pool:
         keys: dict[str, str] = {}
         for group, mission, work_item, epoch in items:
@@ -367,6 +370,32 @@ def test_the_same_owner_keeps_its_keys_in_a_new_slot(pool: SlotPool) -> None:
     pool.release(again)
     reassigned = pool.acquire(assignment("wi-a", epoch=2))
     assert reassigned.context.idempotency_key("send-invoice") != key
+
+
+def test_a_re_run_repeats_the_external_call_and_only_its_key_makes_it_happen_once(
+    pool: SlotPool,
+) -> None:
+    """R16-13, R16-12: re-execution alone cannot make an external effect happen once: a
+    handler that died after its call and before its checkpoint runs again in a new slot and
+    makes the call again; both calls carry the same key, so a system that deduplicates by
+    it does the work once."""
+    calls: list[str] = []
+    done: dict[str, str] = {}
+
+    def handler(ctx: SlotContext) -> None:
+        key = ctx.idempotency_key("send-invoice")
+        calls.append(key)
+        done.setdefault(key, "invoice 42 sent")  # the external system, deduplicating
+
+    first = pool.acquire(assignment("wi-a"))
+    handler(first.context)
+    pool.release(first)  # died before any checkpoint
+    again = pool.acquire(assignment("wi-a"))
+    assert again.context.resume_from is None
+    handler(again.context)
+    assert len(calls) == 2
+    assert calls[0] == calls[1]
+    assert list(done.values()) == ["invoice 42 sent"]
 
 
 # --- checkpoints ---------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 A package published in a group is read at ``/groups/{g}/contexts/{id}``; one forwarded to it
 from another group at ``/groups/{g}/contexts/{from_group}/{id}`` (the aggregate's key, so a
-group's own package and a forwarded one of the same id stay apart). Both need membership of
+group's own package and a forwarded one of the same id stay apart). ``/groups/{g}/contexts``
+lists them, optionally those in one mission's (or WorkItem's) context only: what a worker
+hands its handler (issue 35 §7). Both need membership of
 ``g``. The events a version cites are in its *source* group's log, so reading them needs
 membership there too (R13.3-03): forwarding a summary does not open the history behind it.
 """
@@ -19,9 +21,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.ledger import selectors
-from apps.work.selectors import context_package
+from apps.work.selectors import context_package, context_packages
 from missionweave.protocol.context import ContextPackage
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.validation import check_id
 
 from .. import schema
 from ..authentication import require_caller
@@ -40,6 +43,62 @@ PAGE = [
     OpenApiParameter("after", int, description="events with sequence > after (default from - 1)"),
     OpenApiParameter("limit", int, description="default 100, clamped to 1000"),
 ]
+
+
+# --- the packages of a group ------------------------------------------------------------------
+
+#: at most this many packages a page, whatever ``limit`` asks
+MAX_LISTED = 1000
+
+
+def _id_parameter(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name)
+    if value is not None:
+        try:
+            check_id(value, name)
+        except ProtocolError:
+            raise ProtocolError(
+                ErrorCode.MALFORMED,
+                f"{name} is a wire id",
+                requirement="wire§1",
+                details={"parameter": name},
+            ) from None
+    return value
+
+
+class ContextPackageListApi(APIView):
+    @extend_schema(
+        parameters=[
+            schema.GROUP,
+            OpenApiParameter(
+                "mission", str, description="only packages summarising this mission of the group"
+            ),
+            OpenApiParameter(
+                "work_item", str, description="only packages whose scope names this WorkItem"
+            ),
+            OpenApiParameter("after", str, description="the key to list after (next_after)"),
+            OpenApiParameter("limit", int, description="default 100, clamped to 1000"),
+        ],
+        responses={200: schema.ContextPackageListSerializer, **schema.errors(400, 401, 403, 404)},
+        summary="The context packages recorded in this group, by key, each with its latest version",
+        operation_id="context_list",
+    )
+    def get(self, request: Request, group: str) -> Response:
+        caller = require_caller(request)
+        mission = _id_parameter(request, "mission")
+        work_item = _id_parameter(request, "work_item")
+        limit = min(max(query_int(request, "limit", 100), 1), MAX_LISTED)
+        selectors.access_group(group, caller.principal)
+        packages, next_after = context_packages(
+            group,
+            mission=mission,
+            work_item=work_item,
+            after=request.query_params.get("after", ""),
+            limit=limit,
+        )
+        return Response(
+            {"packages": [package.summary() for package in packages], "next_after": next_after}
+        )
 
 
 # --- the package -------------------------------------------------------------------------

@@ -9,7 +9,8 @@ group whose log references it may read it" (wire.md §4) are about the same fiel
 The §4 list (contract ``inputs``, ``artifact.published``, ``work.checkpointed``,
 ``work.submitted``, ``evidence.recorded``, ``work.failed``) is extended additively by the other
 places a digest can travel: a block's checkpoint, a late result kept for audit, an ``outputs``
-map, and context packages published or received (docs/protocol.md, "Artifacts").
+map, context packages published or received (docs/protocol.md, "Artifacts"), and a checkpoint's
+``state_artifact`` (issue 35 §2).
 """
 
 from __future__ import annotations
@@ -38,9 +39,13 @@ def _evidence(value: object, path: str) -> Iterator[tuple[str, str]]:
 
 
 def _checkpoint(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """A checkpoint's artifacts and the artifact its state is stored in (issue 35 §2): cited,
+    so every member of the group — the next owner after a reassignment — may read it."""
     checkpoint = body.get("checkpoint")
     if isinstance(checkpoint, dict):
         yield from _list(checkpoint.get("artifacts"), "$.checkpoint.artifacts")
+        if is_digest(checkpoint.get("state_artifact")):
+            yield "$.checkpoint.state_artifact", checkpoint["state_artifact"]
 
 
 def _contract_inputs(body: dict[str, Any]) -> Iterator[tuple[str, str]]:

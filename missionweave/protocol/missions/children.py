@@ -7,10 +7,12 @@ id, so the link is an event in both logs.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from .. import budgets
 from .. import states as S
+from ..canonical import canonical_bytes
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, FollowUp, NewEvent, StateKey, View
 from ..frozen import replace
@@ -24,6 +26,8 @@ CREATE_CHILD = "mission.create_child"
 LINK_CREATE = "link.create_child_mission"
 LINK_APPROVED = "link.child_approved"
 LINK_FAILED = "link.child_failed"
+#: a parent WorkItem's end cancels its running child in another group (``cleanup``)
+LINK_CANCEL = "link.cancel_child_mission"
 
 FAILURE_POLICIES = ("fail_parent", "block_parent")
 
@@ -261,10 +265,32 @@ def decide_link_usage(view: View, command: Command) -> Decision:
         "correlation_id": command.body["correlation_id"],
         "over_budget": over,
     }
-    return Decision(
-        [NewEvent("mission.child_usage_recorded", payload)],
-        follow_ups=execution.usage_roll_up(view, item, command, usage),
-    )
+    follow_ups = execution.usage_roll_up(view, item, command, usage)
+    assert item.child is not None
+    if item.child.get("status") == "cancelled":
+        # The child still spends after its parent cancelled it: the cancellation reached its
+        # group before the child existed there (the two follow-ups raced). Send it again,
+        # the same command, so it cancels the child now (R10.2-14).
+        follow_ups = (*follow_ups, cancel_follow_up(command.group, item))
+    return Decision([NewEvent("mission.child_usage_recorded", payload)], follow_ups=follow_ups)
+
+
+def cancel_follow_up(group: str, item: WorkItem, reason: str | None = None) -> FollowUp:
+    """The ``link.cancel_child_mission`` that ends ``item``'s child in its own group, for
+    ``reason`` (by default the one its ``mission.child_cancelled`` recorded on ``item.child``).
+
+    The command id is a hash of the link, so every send of it is the same command: a replay
+    once the child's group has it, a fresh try while it has not (R10.4-05)."""
+    assert item.child is not None
+    child = item.child
+    link = hashlib.sha256(canonical_bytes([group, child["correlation_id"]])).hexdigest()
+    body = {
+        "mission": child["mission"],
+        "correlation_id": child["correlation_id"],
+        "reason": reason if reason is not None else child.get("cancel_reason", ""),
+        "parent": {"group": group, "work_item": item.id},
+    }
+    return FollowUp(child["group"], LINK_CANCEL, body, command_id=f"{LINK_CANCEL}:{link}")
 
 
 def _require_link(item: WorkItem, command: Command) -> None:

@@ -114,35 +114,44 @@ def decide_end(view: View, command: Command) -> Decision:
     mission = mission_or_404(view, command.body["mission"])
     require_active_mission(mission, command.type)
     outcome = ENDED[command.type]
-    events = [NewEvent(f"mission.{outcome}", dict(command.body))]
-    item_event = "work.failed" if command.type == FAIL else "work.cancelled"
-    for item_id in mission.work_items:
-        item = view.get(work_item_key(item_id))
-        if item is not None and item.state in S.UNFINISHED:
-            payload: dict[str, Any] = {
-                "work_item": item_id,
-                "reason": command.body["reason"],
-                "propagated_from": f"mission.{outcome}",
-                "mission": mission.id,
-            }
-            if command.type == FAIL:
-                payload["evidence"] = [_mission_evidence(command, outcome)]
-            events.append(NewEvent(item_event, payload))
+    events = ending_events(
+        view, mission, outcome=outcome, payload=dict(command.body), producer=command.actor
+    )
     parent_events, follow_ups = tell_parent(
         view, mission, command, LINK_FAILED, {"outcome": outcome, "reason": command.body["reason"]}
     )
     return Decision([*events, *parent_events], {}, follow_ups=follow_ups)
 
 
-def _mission_evidence(command: Command, outcome: str) -> dict[str, Any]:
+def ending_events(
+    view: View, mission: Mission, *, outcome: str, payload: dict[str, Any], producer: str
+) -> list[NewEvent]:
+    """``mission.failed`` or ``mission.cancelled`` (``payload``: ``mission``, ``reason`` and
+    anything more the cause records), then the same end for every unfinished WorkItem of it
+    (R10.2-18): the ending's own events, which ``mission.fail``/``mission.cancel`` and a
+    parent's cancellation (``cleanup``) share."""
+    events = [NewEvent(f"mission.{outcome}", payload)]
+    item_event = "work.failed" if outcome == "failed" else "work.cancelled"
+    for item_id in mission.work_items:
+        item = view.get(work_item_key(item_id))
+        if item is not None and item.state in S.UNFINISHED:
+            item_payload: dict[str, Any] = {
+                "work_item": item_id,
+                "reason": payload["reason"],
+                "propagated_from": f"mission.{outcome}",
+                "mission": mission.id,
+            }
+            if outcome == "failed":
+                item_payload["evidence"] = [_mission_evidence(producer, outcome, payload["reason"])]
+            events.append(NewEvent(item_event, item_payload))
+    return events
+
+
+def _mission_evidence(producer: str, outcome: str, reason: str) -> dict[str, Any]:
     return {
         "criterion": "mission_outcome",
         "method": "deterministic",
-        "result": {
-            "verdict": "fail",
-            "summary": f"mission {outcome}: {command.body['reason']}",
-            "data": {},
-        },
-        "producer": command.actor,
+        "result": {"verdict": "fail", "summary": f"mission {outcome}: {reason}", "data": {}},
+        "producer": producer,
         "artifacts": [],
     }

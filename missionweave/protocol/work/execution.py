@@ -34,6 +34,7 @@ from .checks import (
     strings,
     timestamp,
 )
+from .dependents import keys_of_resolution, resolved
 from .items import WorkItem, work_item_key
 from .leases import require_retry_due
 
@@ -53,8 +54,8 @@ def validate_start(body: dict[str, Any]) -> None:
 def keys_of_start(command: Command, view: View) -> set[StateKey]:
     keys = {work_item_key(command.body["work_item"])}
     item: WorkItem | None = view.get(work_item_key(command.body["work_item"]))
-    if item is not None:
-        keys.update(work_item_key(dep) for dep in item.depends_on)
+    if item is not None:  # each dependency, or what replaced it (R10.2-21)
+        keys |= keys_of_resolution(view, item.depends_on)
     return keys
 
 
@@ -71,15 +72,27 @@ def lease_id_for(group: str, item: WorkItem, command_id: str) -> str:
 
 
 def unmet_dependencies(view: View, item: WorkItem) -> list[str]:
-    """The dependencies that do not satisfy the contract's policy (R10.4-03)."""
+    """The dependencies that do not satisfy the contract's policy (R10.4-03); a replaced one
+    is judged by its replacement (R10.2-21)."""
     policy = item.contract.get("dependency_policy", "all_verified")
     done = {S.VERIFIED} if policy == "all_verified" else S.DEPENDENCY_TERMINAL
     unmet = []
     for dep in item.depends_on:
-        other = view.get(work_item_key(dep))
+        other = resolved(view, dep)
         if other is None or other.state not in done:
             unmet.append(dep)
     return unmet
+
+
+def _ended(view: View, unmet: list[str]) -> dict[str, str]:
+    """The unmet dependencies that ended (failed or cancelled, replacements followed): the
+    item waits on a coordinator, not on time (R10.2-20, R10.2-21)."""
+    ended = {}
+    for dep in unmet:
+        other = resolved(view, dep)
+        if other is not None and other.state in (S.FAILED, S.CANCELLED):
+            ended[dep] = other.state
+    return ended
 
 
 def decide_start(view: View, command: Command) -> Decision:
@@ -99,13 +112,22 @@ def decide_start(view: View, command: Command) -> Decision:
         )
     unmet = unmet_dependencies(view, item)
     if unmet:
+        details: dict[str, Any] = {
+            "unmet": unmet,
+            "policy": item.contract.get("dependency_policy"),
+        }
+        ended = _ended(view, unmet)
+        if ended:  # they will not be met by waiting: a coordinator must act
+            details["ended"] = ended
         raise ProtocolError(
             ErrorCode.DEPENDENCY_UNMET,
             f"{item.id} waits for {', '.join(unmet)}",
             requirement="R10.4-03",
-            details={"unmet": unmet, "policy": item.contract.get("dependency_policy")},
+            details=details,
         )
     started = format_timestamp(command.now)
+    # R0-11, R11.3-03: the lease binds agent, session epoch, WorkItem, ownership epoch, a
+    # stable lease id (renewals keep it) and an expiry
     lease = {
         "lease_id": lease_id_for(command.group, item, command.id),
         "agent": command.actor,
@@ -278,13 +300,24 @@ def validate_checkpoint(body: dict[str, Any]) -> None:
 
 
 def _check_checkpoint(value: object, path: str) -> None:
+    """``{ref, state_digest, artifacts}`` and, added by issue 35 §2, an optional
+    ``state_artifact``: the digest of the stored artifact from which any new owner can
+    restore the state (R11.5-01). Like every digest a command names it must be nameable by
+    the sender (``decider.decide``, wire.md §9): uploaded by it, or already cited here."""
     if not isinstance(value, dict):
         raise malformed("a checkpoint is {ref, state_digest, artifacts}", path, "R11.3-13")
-    check_fields(value, required=("ref", "state_digest", "artifacts"), path=path)
+    check_fields(
+        value,
+        required=("ref", "state_digest", "artifacts"),
+        optional=("state_artifact",),
+        path=path,
+    )
     check_text(value["ref"], f"{path}.ref", max_length=500)
     if not is_digest(value["state_digest"]):
         raise malformed("state_digest is sha256:<64 hex>", f"{path}.state_digest", "wire§1")
     digests(value["artifacts"], f"{path}.artifacts")
+    if "state_artifact" in value and not is_digest(value["state_artifact"]):
+        raise malformed("state_artifact is sha256:<64 hex>", f"{path}.state_artifact", "R11.5-01")
 
 
 def validate_block(body: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from ..frozen import replace
 from .approvals import APPROVAL_LOG_LIMIT, GRANTED, REFUSED, decision_entry
 from .assessment import REQUESTED, fresh_review, with_evidence, with_request
 from .items import Lease, Offer, WorkItem, work_item_key
+from .priorities import REPRIORITIZED, reprioritized
 from .reservations import RELEASED, RESERVED, reservation_entry
 from .schedule import DISCLOSED, FIELDS
 
@@ -103,11 +104,14 @@ def _authorized(current: None, fact: Fact, key: StateKey) -> WorkItem:
         authorized_by=fact.actor,
         proposal=p.get("proposal"),
         proposed_by=p.get("proposed_by"),
+        replaces=p.get("replaces"),
     )
 
 
 @evolves("work.offered", aggregate=WORK_ITEM)
 def _offered(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    # R10.3-02: an offer names who may accept; it sets no owner and no ownership epoch (it
+    # fences a former owner instead). Only ``work.offer_accepted`` below makes an owner.
     p = fact.payload
     superseded = tuple(
         replace(offer, status="superseded") if offer.status == "open" else offer
@@ -141,6 +145,7 @@ def _offered(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
             approvals=(),
             refusal=None,
             open_questions=(),
+            question_askers={},
         )
     return item
 
@@ -179,13 +184,21 @@ def _offer_rejected(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
 
 @evolves("work.message_posted", aggregate=WORK_ITEM)
 def _message_posted(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """An essential message opens a question; a reply the decider judged ``resolves`` closes
+    it (R10.1-04, ``questions``). A reply recorded before that verdict existed carries none
+    and closes it, as it did then, so a rebuild of an old log equals its projection."""
     p = fact.payload
-    questions = item.open_questions
+    questions, askers = item.open_questions, item.question_askers
     if p.get("essential"):
         questions = (*questions, p["message"])
-    if p.get("in_reply_to") in questions:
-        questions = tuple(q for q in questions if q != p["in_reply_to"])
-    return replace(item, messages=item.messages + 1, open_questions=questions)
+        askers = {**askers, p["message"]: fact.actor}
+    answered = p.get("in_reply_to")
+    if answered in questions and p.get("resolves", True):
+        questions = tuple(q for q in questions if q != answered)
+        askers = {q: who for q, who in askers.items() if q != answered}
+    return replace(
+        item, messages=item.messages + 1, open_questions=questions, question_askers=askers
+    )
 
 
 def _logged_decision(fact: Fact, decision: str) -> dict[str, Any]:
@@ -268,6 +281,12 @@ def _progress_reported(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     progress = {name: p[name] for name in PROGRESS_FIELDS if name in p}
     progress.update(by=fact.actor, sequence=fact.sequence, recorded_at=fact.recorded_at)
     return replace(item, progress=progress)
+
+
+@evolves(REPRIORITIZED, aggregate=WORK_ITEM)
+def _reprioritized(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """A new urgency or deadline in place; nothing else moves (R0-12, R11.3-11)."""
+    return reprioritized(item, fact)
 
 
 @evolves(DISCLOSED, aggregate=WORK_ITEM)

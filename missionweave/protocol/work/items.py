@@ -53,7 +53,8 @@ class Offer:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """An execution lease (R11.3-03): bound to agent, session epoch, item and ownership epoch."""
+    """An execution lease (R0-11, R11.3-03): bound to agent, session epoch, item and ownership
+    epoch, with a stable id and an expiry."""
 
     lease_id: str
     agent: str
@@ -156,6 +157,22 @@ class WorkItem:
     #: the current owner's latest schedule disclosure (R11.2-01): the body's fields but
     #: ``work_item``, plus {by, sequence, recorded_at}; cleared when the owner is fenced
     schedule: dict[str, Any] | None = None
+    #: who asked each open essential question (message id → principal): its asker never
+    #: settles it (R10.1-04, ``questions``); a settled question leaves with it
+    question_askers: dict[str, str] = field(default_factory=dict)
+    #: the urgency and deadline changes since authorisation, oldest first and bounded:
+    #: {urgency, deadline, previous {urgency, deadline}, reason, by, sequence, recorded_at}
+    #: (R0-12, R11.3-11; ``priorities``). The contract holds the current values.
+    priority_changes: tuple[dict[str, Any], ...] = ()
+    #: the failed or cancelled WorkItem this one replaces, and the one that replaced this one:
+    #: a dependency on a replaced item waits for its replacement (R10.2-21)
+    replaces: str | None = None
+    replaced_by: str | None = None
+    #: dependencies that ended failed or cancelled before this item started, so it cannot
+    #: start until a coordinator acts (R10.2-20, R10.2-21): {dependency, outcome, reason,
+    #: sequence, recorded_at}; an entry goes when its dependency is offered again or replaced
+    #: (``dependents``)
+    ended_dependencies: tuple[dict[str, Any], ...] = ()
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -239,7 +256,12 @@ class WorkItem:
             "accepted_review": self.accepted_review,
             "failed_review": self.failed_review,
             "schedule": self.schedule,
+            "question_askers": dict(self.question_askers),
+            "priority_changes": list(self.priority_changes),
             "execution_refused": self.execution_refused(),
+            "replaces": self.replaces,
+            "replaced_by": self.replaced_by,
+            "ended_dependencies": list(self.ended_dependencies),
         }
 
     def execution_refused(self) -> dict[str, Any] | None:
@@ -303,4 +325,9 @@ class WorkItem:
             accepted_review=data.get("accepted_review"),
             failed_review=data.get("failed_review"),
             schedule=data.get("schedule"),
+            question_askers=dict(data.get("question_askers", {})),
+            priority_changes=tuple(data.get("priority_changes", ())),
+            replaces=data.get("replaces"),
+            replaced_by=data.get("replaced_by"),
+            ended_dependencies=tuple(data.get("ended_dependencies", ())),
         )

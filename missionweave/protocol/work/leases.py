@@ -245,7 +245,8 @@ def retry_plan(item: WorkItem, now: datetime) -> tuple[dict[str, Any] | None, st
 
     Bounded by the contract's attempts, backoff, cost and deadline (R11.4-08): attempt n+1
     waits ``initial_backoff_s × multiplier^(n-1)``, capped at ``max_backoff_s``; no retry
-    would start after the deadline or with the money budget spent.
+    would start after the deadline or with the money budget spent, nor past the contract's
+    ``cost_policy`` (``_past_cost_policy``).
     """
     policy = item.contract.get("retry") or {}
     max_attempts = policy.get("max_attempts", 1)
@@ -264,6 +265,8 @@ def retry_plan(item: WorkItem, now: datetime) -> tuple[dict[str, Any] | None, st
     money = item.limits.get("money")
     if money is not None and item.used.get("money", 0) >= money:
         return None, "cost"
+    if _past_cost_policy(item):
+        return None, "cost"
     start_deadline = start_deadline_for(item, retry_at)
     return {
         "attempt": item.attempts + 1,
@@ -272,6 +275,20 @@ def retry_plan(item: WorkItem, now: datetime) -> tuple[dict[str, Any] | None, st
         "retry_at": format_timestamp(retry_at),
         "start_deadline": start_deadline,
     }, ""
+
+
+def _past_cost_policy(item: WorkItem) -> bool:
+    """R10.1-01(h): with ``cost_policy.retry_below`` (a share of each budget), no retry
+    starts once any budgeted dimension is used to that share of its limit, so a failing
+    item does not spend the rest of its budget on attempts likely to fail again."""
+    share = (item.contract.get("cost_policy") or {}).get("retry_below")
+    if share is None:
+        return False
+    # a zero limit (no side effects allowed) is never "used to its share": nothing was used
+    return any(
+        limit > 0 and item.used.get(dimension, 0) >= share * limit
+        for dimension, limit in item.limits.items()
+    )
 
 
 def _backoff_s(policy: dict[str, Any], attempts: int) -> float:

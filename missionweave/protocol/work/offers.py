@@ -36,6 +36,7 @@ from .checks import (
     timestamp,
 )
 from .items import Offer, WorkItem
+from .replacements import require_not_replaced
 
 # --- work.offer (R10.2-03, R10.3) ----------------------------------------------------------
 
@@ -105,6 +106,7 @@ def decide_offer(view: View, command: Command) -> Decision:
         validate_contract(body["contract"]) != item.contract
     )
     require_offerable(item, corrected)
+    require_not_replaced(item)  # R10.2-21: its replacement carries the work
     if _owner_is_active(item, command.now):
         raise ProtocolError(
             ErrorCode.ILLEGAL_TRANSITION,

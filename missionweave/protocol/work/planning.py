@@ -16,10 +16,12 @@ from ..validation import (
     check_text,
     malformed,
 )
+from . import questions
 from .checks import require_item
 from .dependencies import GRAPH_KEY, DependencyGraph
 from .items import work_item_key
 from .proposals import proposal_key
+from .replacements import keys_of_replaces, replaced_events, validate_replaces
 
 # --- work.propose / work.authorize (R10.2-01, R10.2-02, R10.4) ----------------------------
 
@@ -50,7 +52,9 @@ def decide_propose(view: View, command: Command) -> Decision:
 
 def validate_authorize(body: dict[str, Any]) -> None:
     check_fields(
-        body, required=("work_item", "mission", "contract", "depends_on"), optional=("proposal",)
+        body,
+        required=("work_item", "mission", "contract", "depends_on"),
+        optional=("proposal", "replaces"),
     )
     check_id(body["work_item"], "$.work_item")
     check_id(body["mission"], "$.mission")
@@ -62,6 +66,7 @@ def validate_authorize(body: dict[str, Any]) -> None:
         raise malformed("depends_on lists each WorkItem once", "$.depends_on")
     if body.get("proposal") is not None:
         check_id(body["proposal"], "$.proposal")
+    validate_replaces(body)  # R10.2-21
     validate_contract(body["contract"])
 
 
@@ -70,7 +75,7 @@ def keys_of_authorize(command: Command, view: View) -> set[StateKey]:
     keys = {work_item_key(body["work_item"]), GRAPH_KEY, ("mission", body["mission"])}
     if body.get("proposal") is not None:
         keys.add(proposal_key(body["proposal"]))
-    return keys
+    return keys | keys_of_replaces(body)
 
 
 def decide_authorize(view: View, command: Command) -> Decision:
@@ -103,7 +108,8 @@ def decide_authorize(view: View, command: Command) -> Decision:
         proposed_by = proposal.proposed_by
     depends_on = tuple(body["depends_on"])
     graph: DependencyGraph = view.get(GRAPH_KEY) or DependencyGraph()
-    cycle = graph.cycle_through(body["work_item"], depends_on)
+    # R10.2-21: a replaced item waits on its replacement, so that edge counts too
+    cycle = graph.cycle_through(body["work_item"], depends_on, replaces=body.get("replaces"))
     if cycle is not None:
         raise ProtocolError(
             ErrorCode.DEPENDENCY_CYCLE,
@@ -115,8 +121,10 @@ def decide_authorize(view: View, command: Command) -> Decision:
     payload = {**body, "contract": contract, "revision": 1}
     if proposed_by is not None:
         payload["proposed_by"] = proposed_by
+    replaced = replaced_events(view, body)  # R10.2-21
     return Decision(
-        [NewEvent("work.authorized", payload)], {"work_item": body["work_item"], "revision": 1}
+        [NewEvent("work.authorized", payload), *replaced],
+        {"work_item": body["work_item"], "revision": 1},
     )
 
 
@@ -134,7 +142,17 @@ def validate_message(body: dict[str, Any]) -> None:
 
 
 def decide_message(view: View, command: Command) -> Decision:
+    """Posted in any state (R10.1-02). A reply to an open essential question records whether
+    it settles it (``resolves``): only the coordinator's or a mission owner's, never the
+    asker's (R10.1-04, ``questions``); any other reply is kept and settles nothing."""
     item = require_item(view, command.body["work_item"])
     S.require_state(command.type, item.state, work_item=item.id)
-    payload = {**command.body, "message": command.id}
-    return Decision([NewEvent("work.message_posted", payload)], {"message": command.id})
+    payload = {
+        **command.body,
+        "message": command.id,
+        **questions.verdict(item, command.body, actor=command.actor, roles=command.actor_roles),
+    }
+    result: dict[str, Any] = {"message": command.id}
+    if "resolves" in payload:
+        result["resolves"] = payload["resolves"]
+    return Decision([NewEvent("work.message_posted", payload)], result)

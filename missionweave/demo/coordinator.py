@@ -19,6 +19,10 @@ people take theirs:
   decision for them, and acceptance waits for the authority's checks: the coordinator asks
   the protocol's own ``acceptance_refusal`` / ``decision_refusal`` and waits while they say
   ``REVIEW_RESERVED`` or ``CHECKS_PENDING`` (issue 34), rather than racing the person;
+- **questions** (R10.1-02..04): a worker's essential question waits for a person (a mission
+  owner answers it on the WorkItem page); after a minute the coordinator answers it itself;
+- **blockers** (R11.4-04, R11.4-06, R10.2-10): a worker that blocked for an answer gets it
+  after a while: the item goes back to its owner's queue and resumes from its checkpoint;
 - **refused execution** (R10.2-06): a revision a mission owner refused waits for a corrected
   contract or a cancel — a person's call — so the coordinator neither offers it again nor
   counts it as waiting for an approval.
@@ -71,6 +75,11 @@ MAX_ATTEMPTS = 3
 MOVING_TARGET = 4
 #: how long a claim may wait for the authority to ask a reviewer before the coordinator does
 REVIEW_PATIENCE = timedelta(seconds=30)
+#: how long a worker's blocker waits for the coordinator's answer (long enough to see it)
+BLOCK_PATIENCE = timedelta(seconds=20)
+#: how long a worker's essential question waits for a person before the coordinator answers
+QUESTION_PATIENCE = timedelta(seconds=60)
+ANSWER = "Keep them anonymous: name the kind of customer, never the customer."
 URGENT_SHARE = 0.25
 HUMAN_REVIEW_SHARE = 0.35
 MISSION_PREFIX = "m-"
@@ -145,6 +154,10 @@ def _needs_a_person(item: WorkItem) -> bool:
 def next_for(scene: Scene, group: str, item: WorkItem) -> list[Step]:
     if item.refusal is not None:
         return []  # R10.2-06: it waits for a corrected contract or a cancel, a person's call
+    if item.open_questions and item.state in (S.OPEN, S.OFFERED):
+        answers = answer_questions(scene, group, item)
+        if answers or (item.state == S.OFFERED and live_offers(item, scene.now)):
+            return answers
     if item.state == S.OPEN and item.child is None and _dependencies_met(scene, group, item):
         return offer(scene, group, item)
     if item.state == S.OFFERED and not live_offers(item, scene.now):
@@ -153,7 +166,35 @@ def next_for(scene: Scene, group: str, item: WorkItem) -> list[Step]:
         return offer(scene, group, item)  # a failure leaves only through a new offer
     if item.state == S.SUBMITTED:
         return judge(scene, group, item)
+    if item.state == S.BLOCKED and item.child is None:
+        return unblock(scene, group, item)
     return []
+
+
+def answer_questions(scene: Scene, group: str, item: WorkItem) -> list[Step]:
+    """A worker's essential question (R10.1-02..04) is a person's to answer first: a mission
+    owner sees it on the WorkItem page. Nobody did after ``QUESTION_PATIENCE``: the
+    coordinator answers it, and the worker accepts the offer."""
+    steps = []
+    for question in item.open_questions:
+        key = f"{group}/{item.id}/{question}"
+        if scene.now - scene.claimed_since.setdefault(key, scene.now) < QUESTION_PATIENCE:
+            continue
+        del scene.claimed_since[key]
+        body = {"work_item": item.id, "text": ANSWER, "in_reply_to": question}
+        steps.append(Step(group, "work.message", body))
+    return steps
+
+
+def unblock(scene: Scene, group: str, item: WorkItem) -> list[Step]:
+    """A worker blocked for the coordinator's answer (R11.4-04, R11.4-06): after a while, the
+    answer is given and the item goes back to its owner's queue (R10.2-10); it resumes from
+    the checkpoint it blocked at."""
+    key = f"{group}/{item.id}/blocked"
+    if scene.now - scene.claimed_since.setdefault(key, scene.now) < BLOCK_PATIENCE:
+        return []
+    del scene.claimed_since[key]
+    return [Step(group, "work.unblock", {"work_item": item.id, "to": S.QUEUED})]
 
 
 def offer(scene: Scene, group: str, item: WorkItem) -> list[Step]:

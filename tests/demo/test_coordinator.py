@@ -244,3 +244,71 @@ def test_a_refused_item_is_left_for_a_corrected_contract(world):
     assert item.refusal is not None
     assert coordinator.next_for(scene, GROUP, item) == []
     assert not coordinator._in_hand(item, scene.now)
+
+
+def blocked(world, work_item: str) -> None:
+    """A g-demo WorkItem started by worker 1, which then blocked for an answer (R11.4-04)."""
+    seed = story.Seeder(world, story._seed_deadline())
+    seed.authorize(work_item, "demo-m-incidents", f"Summarise {work_item}")
+    worker = world.workers[0].principal
+    seed.offer_to(work_item, "sequential", worker)
+    lease = seed.start(worker, work_item)
+    checkpoint = {"ref": f"{work_item}/e1/c1", "state_digest": "sha256:" + "0" * 64}
+    body = {
+        "work_item": work_item,
+        "lease_id": lease,
+        "required_resolution": "Which quarter should the sources cover?",
+        "checkpoint": {**checkpoint, "artifacts": []},
+    }
+    seed.step(worker, work_item, "block", "work.block", body)
+
+
+def test_a_blocked_worker_gets_its_answer_after_a_while_and_its_item_is_queued_again(world):
+    """R11.4-04, R11.4-06, R10.2-10 (issue 35, the demo uses blocking): the coordinator
+    leaves a blocked item alone for ``BLOCK_PATIENCE`` — long enough to be seen on the
+    dashboard — then unblocks it back to its owner's queue, where it resumes from its
+    checkpoint."""
+    blocked(world, "wi-blocked")
+    assert states()["wi-blocked"] == "blocked"
+    waited: dict = {}
+    scene = harness.scene(random.Random(0), claimed_since=waited)
+    item = scene.views[GROUP].work_item("wi-blocked")
+    assert coordinator.next_for(scene, GROUP, item) == []  # it has only just blocked
+
+    for key in waited:
+        waited[key] -= coordinator.BLOCK_PATIENCE
+    steps = coordinator.next_for(scene, GROUP, item)
+    assert [(step.type, step.body) for step in steps] == [
+        ("work.unblock", {"work_item": "wi-blocked", "to": "queued"})
+    ]
+    world.coordinator.open_session()
+    assert harness.run(world.coordinator, steps[0]) == "ok work.unblocked"
+    row = WorkItem.objects.get(group_id=GROUP, work_item_id="wi-blocked")
+    assert (row.state, row.owner) == ("queued", world.workers[0].principal)
+
+
+def test_a_workers_question_waits_for_a_person_then_the_coordinator_answers_it(world):
+    """R10.1-02..04 (issue 35, the demo uses questions): a worker asks an essential question
+    about an offer; the coordinator leaves it to a person for ``QUESTION_PATIENCE``, then
+    answers it itself, which settles it and lets the worker accept."""
+    seed = story.Seeder(world, story._seed_deadline())
+    seed.authorize("wi-asked", "demo-m-incidents", "Summarise wi-asked")
+    worker = world.workers[0].principal
+    offer = story.offer_body("wi-asked", [worker], mode="sequential", expires_at=seed.deadline)
+    seed.step(seed.coordinator, "wi-asked", "offer", "work.offer", offer)
+    ask = {"work_item": "wi-asked", "text": "Anonymous or named?", "essential": True}
+    seed.step(worker, "wi-asked", "ask", "work.message", ask)
+    waited: dict = {}
+    scene = harness.scene(random.Random(0), claimed_since=waited)
+    item = scene.views[GROUP].work_item("wi-asked")
+    assert item.open_questions
+    assert coordinator.next_for(scene, GROUP, item) == []  # a person may answer first
+
+    for key in waited:
+        waited[key] -= coordinator.QUESTION_PATIENCE
+    steps = coordinator.next_for(scene, GROUP, item)
+    assert [step.type for step in steps] == ["work.message"]
+    assert steps[0].body["in_reply_to"] == item.open_questions[0]
+    world.coordinator.open_session()
+    assert harness.run(world.coordinator, steps[0]) == "ok work.message_posted"
+    assert harness.state_of(GROUP).work_item("wi-asked").open_questions == ()

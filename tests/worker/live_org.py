@@ -9,6 +9,8 @@ through the real API signed by its agent (``AgentClient``).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,3 +134,12 @@ def build_live_org(server: LiveServer) -> LiveOrg:
 
 def item_of(client: AgentClient, group: str, work_item: str) -> dict[str, Any]:
     return client.get_json(f"/groups/{group}/work-items/{work_item}")
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "") -> None:
+    """Poll ``condition`` every 50 ms until it holds; fail, saying ``what``, after
+    ``timeout_s`` (the live tests wait for the real server and worker threads or processes)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"the condition did not hold in time: {what}"
+        time.sleep(0.05)

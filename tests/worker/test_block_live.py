@@ -10,8 +10,6 @@ starts again, resumes from its checkpoint, and is submitted."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,9 +22,9 @@ from missionweave.worker.config import load_config
 from missionweave.worker.handlers import HandlerTable, Progress, TaskResult
 from missionweave.worker.runtime import Worker
 from missionweave.worker.slots import SlotContext
-from tests.live_server import LiveServer, uvicorn_server
+from tests.live_server import uvicorn_server
 from tests.worker.fake_work import result_for
-from tests.worker.live_org import GROUPS, LiveOrg, build_live_org, item_of
+from tests.worker.live_org import GROUPS, LiveOrg, item_of, wait_for
 
 __all__ = ["uvicorn_server"]
 
@@ -34,18 +32,6 @@ pytestmark = pytest.mark.e2e
 
 ALPHA = GROUPS[0]
 NEED = "The list of sources to read, from the mission owner."
-
-
-@pytest.fixture
-def live_org(transactional_db: None, uvicorn_server: LiveServer) -> LiveOrg:
-    return build_live_org(uvicorn_server)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.05)
 
 
 def test_a_blocked_item_frees_the_only_slot_for_other_work_and_resumes_when_unblocked(

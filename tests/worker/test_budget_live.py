@@ -25,9 +25,9 @@ from missionweave.worker.config import load_config
 from missionweave.worker.handlers import HandlerTable, Progress, TaskResult
 from missionweave.worker.runtime import Worker
 from missionweave.worker.slots import SlotContext
-from tests.live_server import LiveServer, uvicorn_server
+from tests.live_server import uvicorn_server
 from tests.worker.fake_work import result_for
-from tests.worker.live_org import GROUPS, LiveOrg, build_live_org, item_of
+from tests.worker.live_org import GROUPS, LiveOrg, item_of, wait_for
 
 __all__ = ["uvicorn_server"]
 
@@ -36,18 +36,6 @@ pytestmark = pytest.mark.e2e
 ALPHA = GROUPS[0]
 TOKENS_PER_STEP = 300
 MISSION_TOKENS = 1000
-
-
-@pytest.fixture
-def live_org(transactional_db: None, uvicorn_server: LiveServer) -> LiveOrg:
-    return build_live_org(uvicorn_server)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.05)
 
 
 class Cuttable:

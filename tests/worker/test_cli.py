@@ -11,15 +11,14 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from missionweave.protocol import states as S
 from missionweave.worker.__main__ import main
-from tests.live_server import LiveServer, uvicorn_server
-from tests.worker.live_org import REPO, LiveOrg, build_live_org, item_of
+from tests.live_server import uvicorn_server
+from tests.worker.live_org import REPO, LiveOrg, item_of, wait_for
 
 __all__ = ["uvicorn_server"]
 
@@ -38,18 +37,6 @@ def test_a_bad_config_exits_2_naming_the_key(
     config.write_text('agent_id = "w2"\nkey_file = "w2.key"\n')
     assert main(["--config", str(config)]) == 2
     assert "authority_url: is required" in capsys.readouterr().err
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.1)
-
-
-@pytest.fixture
-def live_org(transactional_db: None, uvicorn_server: LiveServer) -> LiveOrg:
-    return build_live_org(uvicorn_server)
 
 
 @pytest.mark.e2e

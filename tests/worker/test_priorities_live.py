@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +23,12 @@ from missionweave.protocol import states as S
 from missionweave.worker.config import load_config
 from missionweave.worker.contention import MIN_RUN_S
 from missionweave.worker.runtime import Worker
-from tests.live_server import LiveServer, uvicorn_server
-from tests.worker.live_org import GROUPS, LiveOrg, build_live_org, item_of
+from tests.live_server import uvicorn_server
+from tests.worker.live_org import GROUPS, LiveOrg, item_of, wait_for
 
 __all__ = ["uvicorn_server"]
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def live_org(transactional_db: None, uvicorn_server: LiveServer) -> LiveOrg:
-    return build_live_org(uvicorn_server)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.1)
 
 
 def events_of(client: AgentClient, group: str) -> list[dict[str, Any]]:

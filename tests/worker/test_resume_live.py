@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,7 @@ from tests.factories import AgentPersona, mission_body, now_text, unique
 from tests.live_server import LiveServer, uvicorn_server
 from tests.work.lifecycle import DEADLINE, selection_basis
 from tests.worker.fake_work import result_for
-from tests.worker.live_org import REPO, LiveOrg, build_live_org, item_of
+from tests.worker.live_org import REPO, LiveOrg, build_live_org, item_of, wait_for
 from tests.worker.resume_work import HOLD_AT, HOLD_ENV, JOURNAL_ENV, STEPS, journal_of
 
 __all__ = ["uvicorn_server"]
@@ -69,13 +69,6 @@ def two(transactional_db: None, uvicorn_server: LiveServer) -> TwoWorkers:
     w3 = factories.agent("w3", "org-acme")
     factories.grant(org.admin, GROUP, w3, "worker")
     return TwoWorkers(org, w3)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"the condition did not hold in time: {what}"
-        time.sleep(0.05)
 
 
 def write_config(folder: Path, server: LiveServer, persona: AgentPersona, **leases: int) -> Path:

@@ -7,8 +7,6 @@ membership revoked under it stops that group's work only."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,26 +18,13 @@ from missionweave.protocol import states as S
 from missionweave.worker.config import load_config
 from missionweave.worker.runtime import Worker
 from tests.ledger.rewrites import rewrite_history
-from tests.live_server import LiveServer, uvicorn_server
+from tests.live_server import uvicorn_server
 from tests.worker.fake_work import QUICK_STEPS, render
-from tests.worker.live_org import GROUPS, LiveOrg, build_live_org, item_of
+from tests.worker.live_org import GROUPS, LiveOrg, item_of, wait_for
 
 __all__ = ["uvicorn_server"]
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def live_org(transactional_db: None, uvicorn_server: LiveServer) -> LiveOrg:
-    """uvicorn, because artifact uploads stream their body (``tests/live_server.py``)."""
-    return build_live_org(uvicorn_server)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not hold in time"
-        time.sleep(0.1)
 
 
 def test_a_worker_serves_two_groups_end_to_end(live_org: LiveOrg, tmp_path: Path) -> None:

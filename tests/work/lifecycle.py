@@ -148,8 +148,16 @@ STAYS = {
     "work.message_posted": "work.message",
     "work.reprioritized": "work.reprioritize",
 }
-#: part of another command (an acceptance's withdrawals) or audit only (a late result)
-NEUTRAL = {"work.offer_withdrawn": S.QUEUED, "work.late_result_recorded": None}
+#: part of another command (an acceptance's withdrawals, an ending's cleanup: issue 35 §6) or
+#: audit only (a late result); the WorkItem keeps its state
+NEUTRAL = {
+    "work.offer_withdrawn": S.QUEUED,
+    "work.late_result_recorded": None,
+    "mission.child_cancelled": None,
+    "work.dependency_ended": None,
+    "work.dependency_restored": None,
+    "work.replaced": None,
+}
 
 
 def row_command(document: dict[str, Any]) -> str | None:

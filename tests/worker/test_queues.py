@@ -280,7 +280,7 @@ def test_starting_moves_the_item_from_the_queue_to_active_with_its_lease() -> No
 
 def test_a_checkpoint_requeues_the_item_to_resume_from_it() -> None:
     """R10.2-08, R11.3-12: the checkpoint releases execution; the item waits queued, still
-    owned, and resumes from that checkpoint."""
+    owned, and resumes from that checkpoint, in the same attempt."""
     told = Told().active().later(30).do("work.checkpoint")
     event = told.last("work.checkpointed")
     [queued] = told.state.queue()
@@ -300,7 +300,7 @@ def test_a_checkpoint_requeues_the_item_to_resume_from_it() -> None:
     told.do("work.start")
     [active] = told.state.active()
     assert active["resume_from"] == expected
-    assert active["attempt"] == 2
+    assert active["attempt"] == 1  # the resumed start continues its attempt (R11.4-08)
 
 
 def test_a_blocked_item_stays_owned_and_comes_back_when_unblocked_to_queued() -> None:

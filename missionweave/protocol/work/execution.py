@@ -141,7 +141,7 @@ def decide_start(view: View, command: Command) -> Decision:
         "work_item": item.id,
         "ownership_epoch": item.ownership_epoch,
         "lease": lease,
-        "attempt": item.attempts + 1,
+        "attempt": item.next_attempt(),
     }
     result = {"lease": {"lease_id": lease["lease_id"], "expires_at": lease["expires_at"]}}
     # R11.3-06, R11.3-08: one token for the contract's full scope, bound to the new lease and

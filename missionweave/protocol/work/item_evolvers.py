@@ -242,7 +242,8 @@ def _started(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     return replace(
         item,
         state=S.ACTIVE,
-        attempts=item.attempts + 1,
+        attempts=item.next_attempt(),
+        resumes_attempt=False,
         retry_at=None,
         lease_history=_lease_history(item),
         lease=Lease(
@@ -315,6 +316,7 @@ def _checkpointed(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         lease=_close_lease(item, "released", fact),
         start_deadline=p.get("start_deadline", item.start_deadline),
         last_checkpoint=_checkpoint(fact),
+        resumes_attempt=True,
     )
 
 
@@ -326,6 +328,7 @@ def _blocked(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         lease=_close_lease(item, "released", fact),
         blocked_at=fact.recorded_at,
         last_checkpoint=_checkpoint(fact),
+        resumes_attempt=True,
     )
 
 
@@ -534,6 +537,7 @@ def _lease_revoked(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         state=S.QUEUED,
         lease=_close_lease(item, "revoked", fact),
         start_deadline=fact.payload["start_deadline"],
+        resumes_attempt=True,
     )
 
 
@@ -541,7 +545,14 @@ def _lease_revoked(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
 def _reassigned(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     """R11.5-01: the owner is fenced; the next acceptance raises the ownership epoch."""
     item = _fence(item, fact)
-    return replace(item, state=S.OPEN, blocked_at=None, reassignments=item.reassignments + 1)
+    # A new owner's first start is a fresh attempt: the fenced one's ended unfinished.
+    return replace(
+        item,
+        state=S.OPEN,
+        blocked_at=None,
+        reassignments=item.reassignments + 1,
+        resumes_attempt=False,
+    )
 
 
 @evolves("work.retry_scheduled", aggregate=WORK_ITEM)
@@ -554,4 +565,5 @@ def _retry_scheduled(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         lease=_close_lease(item, "revoked", fact),
         retry_at=p["retry_at"],
         start_deadline=p["start_deadline"],
+        resumes_attempt=False,
     )

@@ -173,10 +173,22 @@ class WorkItem:
     #: sequence, recorded_at}; an entry goes when its dependency is offered again or replaced
     #: (``dependents``)
     ended_dependencies: tuple[dict[str, Any], ...] = ()
+    #: the owner stopped on purpose (a checkpoint's release, a block, a replaced session), so
+    #: its next ``work.started`` resumes the same attempt rather than spending a new one
+    resumes_attempt: bool = False
 
     @property
     def limits(self) -> dict[str, Any]:
         return dict(self.contract.get("budgets", {}))
+
+    def next_attempt(self) -> int:
+        """The attempt a ``work.started`` now would run: the current one when it resumes after
+        a deliberate stop, else a fresh one. A retry policy's ``max_attempts`` counts fresh
+        attempts only, so a block, a preemption or a replaced session never uses one up
+        (R11.4-08, R11.4-04, R11.3-10)."""
+        if self.resumes_attempt and self.attempts > 0:
+            return self.attempts
+        return self.attempts + 1
 
     def lease_named(self, lease_id: str) -> Lease | None:
         """The current or a historical lease with this id."""
@@ -262,6 +274,7 @@ class WorkItem:
             "replaces": self.replaces,
             "replaced_by": self.replaced_by,
             "ended_dependencies": list(self.ended_dependencies),
+            "resumes_attempt": self.resumes_attempt,
         }
 
     def execution_refused(self) -> dict[str, Any] | None:
@@ -330,4 +343,5 @@ class WorkItem:
             replaces=data.get("replaces"),
             replaced_by=data.get("replaced_by"),
             ended_dependencies=tuple(data.get("ended_dependencies", ())),
+            resumes_attempt=data.get("resumes_attempt", False),
         )

@@ -13,6 +13,8 @@ and the cadences of progress (R11.4-03), lease renewal (R11.3-03) and offline gr
     state_dir = "state"                 # relative paths are relative to this file
     python_path = ["."]                 # optional: where the handlers' modules are
     presence_s = 30                     # optional: Presence at least this often (R11.1-11)
+    isolation = "process"               # optional: "thread" (default) or a process per slot
+    slot_uid_base = 200000              # optional: as root, slot lane n runs as uid base + n
 
     [agent_card]
     version = "1"
@@ -57,6 +59,11 @@ from missionweave.protocol.work.checks import MAX_LEASE_TTL_S, MIN_LEASE_TTL_S
 from .resources import DESCRIPTIVE
 from .scheduler import ORG_PRIORITY_CLASSES
 
+#: how a slot's handler runs (``isolation``): a thread of the worker, or a process of its own
+ISOLATIONS = ("thread", "process")
+DEFAULT_SLOT_UID_BASE = 200000
+#: the highest uid a slot may get: far from (uid_t)-1 and 16-bit tools' limits alike
+MAX_SLOT_UID = 2**31 - 1
 #: ``module.path:function``: what a handler entry must look like
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*\Z")
 
@@ -153,6 +160,10 @@ class WorkerConfig:
     presence_s: float = 30.0
     #: named amounts this worker has (``[resources]``): what contracts' resources draw on
     resources: Mapping[str, float] = field(default_factory=dict)
+    #: ``thread`` (slots are threads) or ``process`` (a process per slot: ``isolation``)
+    isolation: str = "thread"
+    #: as root in process mode, slot ``lane`` runs as uid and gid ``slot_uid_base + lane``
+    slot_uid_base: int = DEFAULT_SLOT_UID_BASE
 
     @property
     def slots(self) -> int:
@@ -211,8 +222,13 @@ def parse_config(document: Mapping[str, Any], *, base_dir: Path) -> WorkerConfig
         head_check_s=top.number("head_check_s", default=30.0, low=0.1, high=86400.0),
         resources=_resources(top),
         presence_s=top.number("presence_s", default=30.0, low=1.0, high=3600.0),
+        isolation=_isolation(top),
+        slot_uid_base=top.integer("slot_uid_base", minimum=1000, required=False)
+        or DEFAULT_SLOT_UID_BASE,
     )
     top.done()
+    if config.slot_uid_base + config.slots - 1 > MAX_SLOT_UID:
+        raise ConfigError("slot_uid_base", f"its slots' uids must stay at most {MAX_SLOT_UID}")
     return config
 
 
@@ -296,6 +312,15 @@ def _handlers(top: _Table) -> dict[str, str]:
     if not found:
         raise ConfigError("handlers", "name at least one task handler")
     return found
+
+
+def _isolation(top: _Table) -> str:
+    value = top.text("isolation", required=False)
+    if value is None:
+        return "thread"
+    if value not in ISOLATIONS:
+        raise ConfigError("isolation", f"one of {', '.join(ISOLATIONS)}")
+    return value
 
 
 def _stream_url(top: _Table) -> str | None:

@@ -198,8 +198,12 @@ def import_handler(target: str) -> Handler:
 class HandlerTable:
     """Kinds to handlers, every import path resolved at start (a typo fails the start)."""
 
-    def __init__(self, handlers: Mapping[str, Handler]) -> None:
+    def __init__(
+        self, handlers: Mapping[str, Handler], targets: Mapping[str, str] | None = None
+    ) -> None:
         self._handlers = dict(handlers)
+        #: each kind's import path, for a handler run in a process of its own (``isolation``)
+        self._targets = dict(targets or {})
 
     @classmethod
     def from_paths(cls, paths: Mapping[str, str], *, search: Sequence[Path] = ()) -> HandlerTable:
@@ -207,9 +211,17 @@ class HandlerTable:
         for folder in reversed(search):
             if str(folder) not in sys.path:
                 sys.path.insert(0, str(folder))
-        return cls({kind: import_handler(target) for kind, target in paths.items()})
+        return cls({kind: import_handler(target) for kind, target in paths.items()}, paths)
 
     def for_contract(self, contract: Mapping[str, Any]) -> Handler | None:
         kind = kind_of(contract)
         found = self._handlers.get(kind) if kind is not None else None
         return found or self._handlers.get(ANY_KIND)
+
+    def target_for(self, contract: Mapping[str, Any]) -> str | None:
+        """The import path of ``for_contract``'s handler, when it was configured by one."""
+        kind = kind_of(contract)
+        return self._targets.get(kind if kind in self._handlers else ANY_KIND)
+
+    def kinds_without_target(self) -> list[str]:
+        return sorted(set(self._handlers) - set(self._targets))

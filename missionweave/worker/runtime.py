@@ -76,6 +76,7 @@ from .execution import (
 )
 from .handlers import HandlerTable, TaskResult, kind_of
 from .head_watch import HeadWatch
+from .isolation import isolation_for
 from .kept import Kept, ResultShelf
 from .link import Link, Offline
 from .local_store import QueueStore
@@ -138,6 +139,7 @@ class Worker:
         self.handlers = handlers or HandlerTable.from_paths(
             config.handlers, search=config.python_path
         )
+        self.isolation = isolation_for(config, self.handlers)  # a thread or a process per slot
         self._clock = clock
         self._follow = follow or ("stream" if config.stream_url else "poll")
         config.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -823,6 +825,7 @@ class Worker:
                 item.group, item.work_item, row["revision"], contract, handler
             )
         ]
+        isolated = self.isolation.wrap(handler, self.handlers.target_for(contract))
         with self._lock:
             self._running[key] = run
         try:
@@ -835,7 +838,7 @@ class Worker:
                     ),
                     resume_from=resume,
                 ),
-                run.meter.wrap(lambda ctx: handler(ctx, progress)),  # wall-clock, compute
+                run.meter.wrap(lambda ctx: isolated(ctx, progress)),  # wall-clock, compute
                 on_checkpoint=self._on_checkpoint,
                 requeue=self._on_requeue,
                 on_done=self._on_done,

@@ -38,8 +38,9 @@ tokens across a pipe. The isolation above is enforced by the context API, by hav
 reference from one slot's context to anything of another slot (tested by walking the object
 graph), and by file modes against other users. It is *not* a sandbox against hostile code:
 a handler running in this process can still call ``open()`` on another slot's directory
-(same uid). A worker that must run untrusted handlers needs one process per slot under its
-own uid or namespace; that is outside this module.
+(same uid). A worker that must run untrusted handlers sets ``isolation = "process"``: the
+slot's thread then serves a child process that runs the handler under a uid of its own
+(``isolation.py``); this module is unchanged by it.
 
 A thread cannot be killed, which is what R11.3-12 wants: control leaves a handler only by
 its return, its exception, ``Preempted`` raised at a checkpoint (see ``preemption.py``), or

@@ -40,7 +40,8 @@ from typing import Any, NoReturn
 
 from .handlers import HandlerError, ProgressState, TaskResult, import_handler
 from .isolation_wire import WireError, rebuild_error, receive, send
-from .slots import Checkpoint, ItemRef, SlotClosed, _freeze, _SlotFiles
+from .slot_files import _SlotFiles
+from .slots import Checkpoint, ItemRef, SlotClosed, _freeze
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38

@@ -20,7 +20,7 @@ the next start removes (``SlotPool.prune_results``); never a row without its byt
 bytes no longer match is discarded at load, with its reason logged.
 
 What becomes of a kept result is decided by the runtime once it is online again — after
-reconciliation — from the group's projection (``Worker._settle_kept``): submitted under the
+reconciliation — from the group's projection (``Settlement.settle_kept``): submitted under the
 lease it was produced under if that lease is still live; if the new session revoked that lease
 and returned the item to this worker's queue (R11.3-10), submitted under the fresh lease of
 the next ``work.start`` without running the handler again; otherwise discarded, with one log

@@ -1,11 +1,12 @@
 """Resume anywhere: a checkpoint's state kept by the authority and restored, verified, on any
 machine (issue 35 §2; R11.5-01, R0-13, R11.3-13, R10.2-08).
 
-Why: a checkpoint was written only to the worker's own disk (``slots.CheckpointStore``) and
-``work.checkpoint`` carried only its digest. When a worker crashed, the authority reassigned
-the item "from the last checkpoint with a higher Ownership Epoch" (R11.5-01), yet the new
-owner — another agent, on another machine — had nothing to resume from and started again
-from zero, repeating every step (and every side effect) before the checkpoint.
+Why: a checkpoint was written only to the worker's own disk
+(``checkpoint_store.CheckpointStore``) and ``work.checkpoint`` carried only its digest. When a
+worker crashed, the authority reassigned the item "from the last checkpoint with a higher
+Ownership Epoch" (R11.5-01), yet the new owner — another agent, on another machine — had
+nothing to resume from and started again from zero, repeating every step (and every side
+effect) before the checkpoint.
 
 Two halves, one per direction:
 
@@ -61,8 +62,8 @@ from missionweave.client.errors import ApiError, ArtifactMismatch
 from missionweave.protocol.canonical import canonical_bytes, digest, is_digest, sha256_digest
 
 from .authority import Authority
+from .checkpoint_store import CHECKPOINT_FORMAT, Checkpoint, CheckpointStore
 from .link import Link, Offline
-from .slots import CHECKPOINT_FORMAT, Checkpoint, CheckpointStore
 
 log = logging.getLogger("missionweave.worker")
 

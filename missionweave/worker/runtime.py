@@ -8,7 +8,8 @@ Three kinds of thread, and who may touch what:
   cursor and projection in one transaction, ``local_store``) and only *wakes* the loop;
 - **slot threads** run task handlers (``slots.SlotPool``). Their callbacks send or buffer the
   preemption checkpoint (step 3 of MWP-WRK-015 must be recorded before the slot is released)
-  and then only hand the outcome to the loop through a queue;
+  and then only hand the outcome to the loop through a queue; the runs both share are in one
+  locked table (``runs.RunTable``);
 - **the control loop** owns every decision and the scheduler (which is not thread-safe): one
   ``tick`` reads the committed queues and acts.
 
@@ -21,9 +22,10 @@ A tick, in order:
 3. **sync**: the scheduler's queue is made equal to the store's work queues
    (``mirror.QueueMirror``: gates, priority changes at once, R10.2-06, R11.3-11); a running
    item whose ownership or lease the log has fenced is told to stop (R11.5-01);
-4. settle results: upload, publish and ``work.submit`` (R10.2-11, R13.2-02), or the owner's
-   ``work.fail`` for a handler that raised (R10.2-13); offline, a finished result is kept on
-   disk instead, and decided after reconciliation (``kept.py``, R11.5-06);
+4. settle results (``settlement.py``): upload, publish and ``work.submit`` (R10.2-11,
+   R13.2-02), or the owner's ``work.fail`` for a handler that raised (R10.2-13); offline, a
+   finished result is kept on disk instead, and decided after reconciliation (``kept.py``,
+   R11.5-06);
 5. decide open offers (``offers.OfferDesk``): admission control (R10.3-08..10), then
    ``work.accept_offer`` or ``work.reject_offer`` with the structured reasons;
 6. keep leases: renew before expiry (R11.3-03), rotating the slot's token (R11.3-07); when
@@ -32,9 +34,9 @@ A tick, in order:
 8. disclose the schedule of queued items on acceptance and on material change (R11.2-01),
    each disclosure about its own item only (R11.2-02) — before starting, so an item that
    starts at once was still disclosed on acceptance;
-9. fill free slots from the scheduler's picks (``work.start``, then the handler in a slot
-   with the start's capability token, R11.3-06), then ask lower-priority running work to
-   yield if higher-priority work waits (``contention.py``, R0-12, R0-13).
+9. fill free slots from the scheduler's picks (``item_start.py``: ``work.start``, then the
+   handler in a slot with the start's capability token, R11.3-06), then ask lower-priority
+   running work to yield if higher-priority work waits (``contention.py``, R0-12, R0-13).
 
 Nothing is decided from memory that the log can contradict: every tick starts from the
 store's committed state, and the authority refuses whatever is stale (R11.1-03). A restart
@@ -50,34 +52,28 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missionweave.client.errors import ApiError, ChainBroken, ClientError
 from missionweave.client.feed import EventFeed
 from missionweave.client.stream import StreamError, StreamFollower
-from missionweave.protocol import states as S
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.schedule import DISCLOSE
 
 from .authority import Authority
 from .config import WorkerConfig
 from .contention import Occupant, choose_victims
-from .context_packages import with_packages
 from .disclosure import Disclosed, material
 from .execution import (
     TOKEN_NAME,
     Running,
-    assignment,
-    evidence_items,
-    failure_body,
-    upload_outputs,
 )
-from .handlers import HandlerTable, TaskResult, kind_of
+from .handlers import HandlerTable, TaskResult
 from .head_watch import HeadWatch
 from .isolation import isolation_for
-from .kept import Kept, ResultShelf
+from .item_start import ItemStarter
+from .kept import ResultShelf
 from .link import Link, Offline
 from .local_store import QueueStore
 from .metering import BUDGET_EXCEEDED, Charger
@@ -91,29 +87,19 @@ from .presence import PresenceReporter, presence_report
 from .priorities import follow_priorities
 from .progress import Reported, estimate_of, progress_body, report_due
 from .resources import ResourceLedger
-from .resume import restore, stored, uploader
-from .scheduler import QueuedItem, Scheduler, SchedulingPolicy, Share
-from .slots import Checkpoint, ItemRef, Outcome, SlotError, SlotPool
+from .resume import stored, uploader
+from .runs import RunTable
+from .scheduler import Scheduler, SchedulingPolicy, Share
+from .settlement import Settlement
+from .slots import Checkpoint, ItemRef, Outcome, SlotPool
 from .stops import Stops
 
 log = logging.getLogger("missionweave.worker")
 
 Key = tuple[str, str]
 
-#: how long a refused ``work.start`` keeps its item out of the scheduler, by refusal code: the
-#: store catches up with the log within a moment; dependencies and approvals take longer
-START_DEFERRAL_S: dict[str, float] = {
-    "DEPENDENCY_UNMET": 2.0,
-    "APPROVAL_REQUIRED": 5.0,
-    "ILLEGAL_TRANSITION": 1.0,
-    "STALE_OWNERSHIP": 1.0,
-    "NOT_FOUND": 1.0,
-}
-DEFAULT_DEFERRAL_S = 5.0
 #: how often one queued item's schedule is re-estimated for disclosure
 DISCLOSE_CHECK_S = 5.0
-#: refusals that mean the item is no longer this worker's to act on (wire.md §8)
-FENCED = frozenset({"STALE_LEASE", "STALE_OWNERSHIP", "FORBIDDEN", "NOT_A_MEMBER"})
 
 
 def _utcnow() -> datetime:
@@ -152,7 +138,8 @@ class Worker:
         self.pool = SlotPool(config.slots, config.state_dir / "slots")
         #: results finished offline by this run or an earlier one, not yet submitted
         self.kept = ResultShelf(self.store, self.pool)
-        #: the log's head of each group with a kept result, read once online (``_caught_up``)
+        #: the log's head of each group with a kept result, read once online
+        #: (``settlement.Settlement.caught_up``)
         self._heads: dict[str, int] = {}
         #: groups whose membership this run saw revoked (NOT_A_MEMBER), and the ones the
         #: stream and slot threads reported, for the loop to fence (``_revoke``)
@@ -199,16 +186,55 @@ class Worker:
             handlers=self.handlers,
             slots=config.slots,
         )
-        self._lock = threading.RLock()  # ``_running``: slot callbacks read it
-        self._running: dict[Key, Running] = {}
+        self.runs = RunTable()  # the loop and the slot callbacks share it
+        self._lock = self.runs.lock  # and the feeds the stream thread reads
         self._disclosed: dict[Key, Disclosed] = {}
         self._disclose_checked: dict[Key, float] = {}
-        self._documents: dict[Key, tuple[int, dict[str, Any]]] = {}
         self._ended: queue.SimpleQueue[tuple[Key, Outcome]] = queue.SimpleQueue()
         self._stream: threading.Thread | None = None
         self._closed: bool | None = None  # the result of ``shutdown``, once it ran
         #: unexpected exceptions a tick survived (logged; tests assert there are none)
         self.errors: list[BaseException] = []
+        #: how runs end (step 4): submitted, failed, or kept on disk (``settlement.py``)
+        self.settlement = Settlement(
+            config=config,
+            authority=authority,
+            principal=self.principal,
+            link=self.link,
+            store=self.store,
+            pool=self.pool,
+            kept=self.kept,
+            charger=self.charger,
+            stops=self.stops,
+            runs=self.runs,
+            clock=clock,
+            heads=self._heads,
+            drop=self._drop,
+            revoke=self._revoke,
+        )
+        #: how picked items start in free slots (step 9, ``item_start.py``)
+        self.starter = ItemStarter(
+            config=config,
+            authority=authority,
+            link=self.link,
+            store=self.store,
+            pool=self.pool,
+            handlers=self.handlers,
+            isolation=self.isolation,
+            scheduler=self.scheduler,
+            queue=self.queue,
+            resources=self.resources,
+            questions=self.offers.questions,
+            kept=self.kept,
+            runs=self.runs,
+            kept_run=self.settlement.kept_run,
+            drop=self._drop,
+            on_checkpoint=self._on_checkpoint,
+            requeue=self._on_requeue,
+            on_done=self._on_done,
+            on_block=self._on_block,
+            errors=self.errors,
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -322,8 +348,7 @@ class Worker:
             self._contend(now)
 
     def _snapshot(self) -> list[Running]:
-        with self._lock:
-            return list(self._running.values())
+        return self.runs.snapshot()
 
     # --- 1. events -------------------------------------------------------------------------
 
@@ -425,8 +450,7 @@ class Worker:
                 key, outcome = self._ended.get_nowait()
             except queue.Empty:
                 return
-            with self._lock:
-                run = self._running.get(key)
+            run = self.runs.get(key)
             if run is None:
                 continue
             self.scheduler.finish(run.group, run.work_item, used_seconds=run.used_seconds())
@@ -448,16 +472,14 @@ class Worker:
                 run.failure = outcome.error or TypeError("the handler returned no TaskResult")
 
     def _drop(self, key: Key) -> None:
-        with self._lock:
-            self._running.pop(key, None)
-        self._documents.pop(key, None)
+        self.runs.pop(key)
+        self.starter.forget(key)
         self.kept.forget(key)  # submitted, failed or fenced: nothing is left to submit
 
     # --- 3. the store's queues into the scheduler -------------------------------------------
 
     def _sync(self, now: datetime) -> None:
-        with self._lock:
-            running = set(self._running)
+        running = self.runs.keys()
         self.queue.sync(now, running=running, closed=self.revoked)
         follow_priorities(self._snapshot(), self.store)  # R0-12: running work's urgency too
         owned = set(self.queue.items) | running
@@ -496,165 +518,10 @@ class Worker:
     # --- 4. results --------------------------------------------------------------------------
 
     def _settle(self) -> None:
-        if self.link.online:
-            self._settle_kept()
-        for run in self._snapshot():
-            if not self.link.online:
-                # R11.5-06: reconcile before any submission; meanwhile the result is kept
-                self._keep_pending()
-                return
-            if run.stop_for is not None and (run.result or run.failure) and not run.lost:
-                if self.stops.block_finished(run):  # R11.5-13: its cost is not on record
-                    self._drop(run.key)
-            elif run.result is not None:
-                self._submit(run, run.result)
-            elif run.failure is not None:
-                self._fail(run, f"the handler raised {type(run.failure).__name__}")
+        self.settlement.settle()
 
     def _keep_pending(self) -> None:
-        """Keep every finished result not yet submitted on disk (``kept.py``), so that a
-        shutdown or a crash before reconnection does not lose it."""
-        for run in self._snapshot():
-            if run.result is None or run.lost or run.key in self.kept or run.stop_for:
-                continue
-            self._charge(run)  # buffered now, so a restart cannot lose it (R11.5-08)
-            try:
-                self.kept.keep(run, run.result, now=self._clock())
-            except OSError as error:
-                log.error("result of %s/%s not kept: %s", run.group, run.work_item, error)
-
-    def _settle_kept(self) -> None:
-        """Decide the results an earlier run kept (this run's own are still in ``_running``
-        and are submitted below, the same way).
-
-        Only once online, which the link is only after the buffer is reconciled (R11.5-06),
-        and once the group's projection has caught up with the log's head as read after
-        reconnecting: a projection from before the outage would still show the lease the
-        new session revoked (R11.3-10). Then, by the projection: still this worker's under
-        the same lease — submitted under it (R11.3-04); queued for this worker under the
-        same ownership epoch (the lease revoked by a session replacement, R11.3-10) — left
-        for ``_start``, which submits it under the fresh lease; otherwise discarded, said in
-        one line: another owner or an end in the log means the result must not complete the
-        item (R11.5-03), and the authority would refuse it."""
-        with self._lock:
-            running = set(self._running)
-        for key, kept in list(self.kept.kept.items()):
-            if key in running:
-                continue
-            if key[0] not in self.config.groups:
-                self.kept.discard(key, "its group is no longer in the config")
-                continue
-            if not self._caught_up(key[0]):
-                continue
-            row = self.store.owned(*key)
-            lease = row["lease"] if row else None
-            if row is None or row["ownership_epoch"] != kept.ownership_epoch:
-                self.kept.discard(key, "the log no longer gives the item to this worker")
-            elif row["state"] == S.ACTIVE and lease is not None:
-                if lease["lease_id"] == kept.lease_id and lease["status"] == "active":
-                    run = self._kept_run(
-                        kept,
-                        lease_id=lease["lease_id"],
-                        started_at=parse_timestamp(lease["started_at"]),
-                        expires_at=parse_timestamp(lease["expires_at"]),
-                        session_epoch=lease["session_epoch"],
-                        urgency=row["terms"]["urgency"],
-                    )
-                    run.seen_active = True
-                else:
-                    self.kept.discard(key, "its lease is no longer the one it finished under")
-            elif row["state"] != S.QUEUED:
-                self.kept.discard(key, f"the item is {row['state']}")
-
-    def _caught_up(self, group: str) -> bool:
-        """Whether ``group``'s projection has reached the head the log had when first asked
-        after reconnecting (one read per group with a kept result)."""
-        head = self._heads.get(group)
-        if head is None:
-            try:
-                page = self.link.read(
-                    f"/groups/{group}/events", {"after": self.store.cursor(group), "limit": 1}
-                )
-            except Offline:
-                return False
-            except ApiError as error:
-                if error.code == "NOT_A_MEMBER":
-                    self._revoke(group, "its events are refused: NOT_A_MEMBER")
-                return False
-            head = self._heads[group] = int(page.get("head") or 0)
-        return self.store.cursor(group) >= head
-
-    def _kept_run(
-        self,
-        kept: Kept,
-        *,
-        lease_id: str,
-        started_at: datetime,
-        expires_at: datetime,
-        session_epoch: int | None,
-        urgency: str | None,
-    ) -> Running:
-        """A kept result back in the runtime's hands under ``lease_id``, without a slot:
-        ``_settle`` submits it and ``_keep_leases`` renews the lease meanwhile."""
-        now = self._clock()
-        run = Running(
-            group=kept.group,
-            work_item=kept.work_item,
-            mission=kept.mission,
-            ownership_epoch=kept.ownership_epoch,
-            lease_id=lease_id,
-            lease_started_at=started_at,
-            lease_expires_at=expires_at,
-            session_epoch=session_epoch or self.authority.current_session().epoch,
-            contract=kept.contract,
-            urgency=urgency or "normal",
-            org_priority_class=self.config.groups[kept.group].org_priority_class,
-            expected_s=0.0,
-            started_at=now,
-            result=kept.result,
-        )
-        with self._lock:
-            self._running[kept.key] = run
-        return run
-
-    def _submit(self, run: Running, result: TaskResult) -> None:
-        if not self._charge(run):  # under the lease the submission closes
-            return  # refused (R11.5-13): blocked at the next tick, never submitted
-        try:
-            digests = self.link.call(lambda: upload_outputs(self.authority, run, result))
-            evidence = evidence_items(run, result, digests)
-            self.link.call(
-                lambda: self.authority.submit_work(
-                    run.group, run.work_item, run.lease_id, outputs=digests, evidence=evidence
-                )
-            )
-        except Offline:
-            self._keep_pending()
-            return
-        except ApiError as error:
-            log.warning("submission of %s refused: %s", run.work_item, error)
-            if error.code in FENCED:
-                self._drop(run.key)
-            else:
-                self._fail(run, f"the submission was refused: {error.code}")
-            return
-        self.pool.checkpoints(run.group, run.work_item).discard()
-        self._drop(run.key)
-
-    def _fail(self, run: Running, reason: str) -> None:
-        """The owner's ``work.fail`` (R10.2-13); the contract's retry policy decides what
-        follows (R11.4-08). Checkpoints go: a retry starts afresh."""
-        if not self._charge(run):  # what the attempt used, under the lease the failure ends
-            return  # refused (R11.5-13): blocked for its budget at the next tick (stops.py)
-        body = failure_body(run, reason, producer=self.principal)
-        try:
-            self.link.send(run.group, "work.fail", body)
-        except Offline:
-            return
-        except ApiError as error:
-            log.warning("failure of %s refused: %s", run.work_item, error)
-        self.pool.checkpoints(run.group, run.work_item).discard()
-        self._drop(run.key)
+        self.settlement.keep_pending()
 
     # --- 6. leases -------------------------------------------------------------------------
 
@@ -724,146 +591,14 @@ class Worker:
         (R11.5-13) stops the item as an online refusal does, when it still runs here."""
         if refusal.code != BUDGET_EXCEEDED:
             return
-        with self._lock:
-            run = self._running.get((entry.group, str(entry.body.get("work_item"))))
+        run = self.runs.get((entry.group, str(entry.body.get("work_item"))))
         if run is not None and not run.lost:
             self.charger.stop_for_budget(run, refusal, entry.binding.get("usage"))
 
     # --- 9. slots ----------------------------------------------------------------------------
 
     def _fill(self, now: datetime) -> None:
-        while self.pool.free > 0:
-            pick = self.scheduler.pick(self.resources.free(self.pool.free), now)
-            if pick is None:
-                return
-            key = (pick.item.group, pick.item.work_item)
-            self.resources.hold(key, pick.item.needs)
-            self.queue.taken(key)
-            if not self._start(pick.item, pick.reserved_seconds, now):
-                self.scheduler.finish(*key, used_seconds=0.0)
-                self.resources.release(key)
-                if not self.link.online:
-                    return
-
-    def _start(self, item: QueuedItem, reserved_s: float, now: datetime) -> bool:
-        """``work.start`` (R10.2-07), then the handler in a slot with the start's capability
-        token (R11.3-06); False when the item did not start (deferred, or offline)."""
-        key = (item.group, item.work_item)
-        row = self.store.owned(*key)
-        if row is None or row["state"] != S.QUEUED:
-            return False
-        try:
-            document = self._document(key, row["revision"])
-        except Offline:
-            return False
-        except ApiError as error:
-            return self._defer(key, now, error)
-        contract = document["contract"]
-        handler = self.handlers.for_contract(contract)
-        if handler is None:
-            log.error("no handler for %s (task kind %s)", item.work_item, kind_of(contract))
-            self.queue.deferred[key] = now + timedelta(seconds=60)
-            return False
-        try:  # this worker's own checkpoint, or the authority's, verified (R11.5-01)
-            resume = self.link.call(
-                lambda: restore(row, self.pool.checkpoints(*key), contract, self.authority.download)
-            )
-        except Offline:
-            return False
-        body: dict[str, Any] = {
-            "work_item": item.work_item,
-            "ownership_epoch": row["ownership_epoch"],
-        }
-        if self.config.leases.ttl_s is not None:
-            body["lease_ttl_s"] = self.config.leases.ttl_s
-        try:
-            result = self.link.send(item.group, "work.start", body).body["result"]
-        except Offline:
-            return False
-        except ApiError as error:
-            return self._defer(key, now, error)
-        session_epoch = self.authority.current_session().epoch
-        kept = self.kept.get(key)
-        if kept is not None and kept.ownership_epoch != row["ownership_epoch"]:
-            self.kept.discard(key, "the item was started under another ownership epoch")
-        elif kept is not None:
-            # R11.3-10: this run's session revoked the lease the result was finished under and
-            # the item came back to this worker's queue; the fresh lease carries the kept
-            # result (R11.3-04), and the handler is not run again
-            self._kept_run(
-                kept,
-                lease_id=result["lease"]["lease_id"],
-                started_at=now,
-                expires_at=parse_timestamp(result["lease"]["expires_at"]),
-                session_epoch=session_epoch,
-                urgency=item.urgency,
-            )
-            self.scheduler.finish(*key, used_seconds=0.0)
-            self.resources.release(key)
-            return True
-        run = Running(
-            group=item.group,
-            work_item=item.work_item,
-            mission=item.mission or str(document.get("mission") or ""),
-            ownership_epoch=row["ownership_epoch"],
-            lease_id=result["lease"]["lease_id"],
-            lease_started_at=now,
-            lease_expires_at=parse_timestamp(result["lease"]["expires_at"]),
-            session_epoch=session_epoch,
-            contract=contract,
-            urgency=item.urgency,
-            org_priority_class=item.org_priority_class,
-            expected_s=reserved_s,
-            started_at=now,
-            resumed_from=resume,
-        )
-        progress = run.progress
-        # R10.1-04: what settled the handler's essential questions reaches its context
-        answers = [
-            answer.as_dict()
-            for answer in self.offers.questions.answers(
-                item.group, item.work_item, row["revision"], contract, handler
-            )
-        ]
-        isolated = self.isolation.wrap(handler, self.handlers.target_for(contract))
-        with self._lock:
-            self._running[key] = run
-        try:
-            run.slot = self.pool.start(
-                replace(
-                    # R13.3: the handler is handed its mission's context packages
-                    with_packages(
-                        assignment(run, result.get("capability_tokens") or [], answers=answers),
-                        self.link,
-                    ),
-                    resume_from=resume,
-                ),
-                run.meter.wrap(lambda ctx: isolated(ctx, progress)),  # wall-clock, compute
-                on_checkpoint=self._on_checkpoint,
-                requeue=self._on_requeue,
-                on_done=self._on_done,
-                on_block=self._on_block,
-            )
-        except SlotError as error:  # the pool and the scheduler disagree: a runtime bug
-            log.error("no slot for %s: %s", item.work_item, error)
-            self.errors.append(error)
-            self._drop(key)
-            return False
-        return True
-
-    def _document(self, key: Key, revision: int) -> dict[str, Any]:
-        """The WorkItem as the authority serves it (its contract), per contract revision."""
-        cached = self._documents.get(key)
-        if cached is None or cached[0] != revision:
-            document = self.link.read(f"/groups/{key[0]}/work-items/{key[1]}")
-            cached = self._documents[key] = (int(document.get("revision", revision)), document)
-        return cached[1]
-
-    def _defer(self, key: Key, now: datetime, error: ApiError) -> bool:
-        seconds = START_DEFERRAL_S.get(error.code, DEFAULT_DEFERRAL_S)
-        log.info("%s not started (%s): retried in %.0f s", key[1], error.code, seconds)
-        self.queue.deferred[key] = now + timedelta(seconds=seconds)
-        return False
+        self.starter.fill(now)
 
     def _contend(self, now: datetime) -> None:
         """R0-12, R0-13 step 1: higher-priority queued work asks lower-priority running work
@@ -896,8 +631,7 @@ class Worker:
     # slot threads: record the checkpoint (step 3), then hand over to the loop
 
     def _on_checkpoint(self, item: ItemRef, checkpoint: Any) -> None:
-        with self._lock:
-            run = self._running.get((item.group, item.work_item))
+        run = self.runs.get((item.group, item.work_item))
         if run is None or run.lost:
             return  # fenced: the local checkpoint stays for whoever resumes it here
         # the handler has stopped: the lease this releases is not a loss (``_fence``), even
@@ -923,8 +657,7 @@ class Worker:
 
     def _on_block(self, item: ItemRef, checkpoint: Checkpoint | None, resolution: str) -> None:
         """Slot thread, the slot still held: ``work.block`` (R11.4-04, ``stops.py``)."""
-        with self._lock:
-            run = self._running.get((item.group, item.work_item))
+        run = self.runs.get((item.group, item.work_item))
         if run is not None and not run.lost:
             self.stops.block(run, checkpoint, resolution)
 

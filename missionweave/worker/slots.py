@@ -6,31 +6,25 @@ its checkpoints, its tool budgets and its side-effect keys from every other slot
 The runtime enforces that, not the handler's good manners: a handler receives one
 ``SlotContext`` and does everything through it.
 
+This module is the handler's view (``SlotContext``) and the runtime's (``Slot``, ``SlotPool``:
+acquire, run, release); each kind of slot state has a module of its own:
+
 - **Mission context**: a frozen deep copy (read-only mappings and tuples), so nothing a
-  handler holds is shared with another slot or with the caller's ``Assignment``.
-- **Credentials**: ``tokens()`` returns a fresh copy of this slot's tokens only; the slot
-  keeps them in ``bytearray``s that release overwrites with zeros.
-- **Files**: one directory per slot (``root/slots/<id>``, mode 0700). Every path is walked
-  component by component from the slot directory with ``O_NOFOLLOW`` and ``dir_fd``: absolute
-  paths, ``..``, symlinks (at any depth, so a swap between check and use cannot redirect it)
-  and hard-linked files are refused. The directory is scratch: release removes it.
-- **Checkpoints**: written durably (fsync, atomic rename, fsync of the directory) under
-  ``root/checkpoints/<item key>``, keyed by Group and WorkItem, never reachable through the
-  file methods. They outlive the slot on purpose: a preempted or crashed item resumes from
-  its last checkpoint in a new slot (``ctx.resume_from``, R11.5-01). A checkpoint sent to
-  the authority has its state stored there too, and another machine resumes from it
-  (``resume.py``: the runtime hands it over as ``Assignment.resume_from``).
-- **Kept results**: the output bytes of a result finished while the authority could not
-  be reached (``kept.py``) are written durably under ``root/results/<item key>``, named by
-  their digest. Like checkpoints they outlive the slot and are never reachable through a
-  slot's file methods.
-- **Tool budgets**: spending past a limit, or on a tool with no budget, is refused whole.
+  handler holds is shared with another slot or with the caller's ``Assignment`` (here).
+- **Credentials** and **tool budgets**: ``slot_grants.py`` (tokens wiped on release, spends
+  refused whole).
+- **Files**: ``slot_files.py``, the slot's scratch directory, reachable only from inside.
+- **Checkpoints** and **kept results**: ``checkpoint_store.py``, durable and outliving the
+  slot, never reachable through the file methods.
 - **Side-effect keys**: ``idempotency_key(effect)`` is R16-12's key over the Group-qualified
   mission, the WorkItem, the ownership epoch and the effect name. The pool never lets two
   slots hold the same (Group, WorkItem), so two active slots cannot derive the same key;
   the slot id is deliberately *not* in it, because R16-12 and R11.4-09 require the same key
   when the same owner retries the same effect after a checkpoint in a new slot, which is
   exactly the duplicate the external system must recognise.
+
+The refusals are in ``slot_errors.py``. Every name other modules import from here
+(``Checkpoint``, ``CheckpointStore``, ``BudgetExceeded``, ...) is still importable from here.
 
 Threads, not processes, and the limit that comes with it: handlers are mostly waiting on
 tools and the network, and a thread shares the runtime's signing client without pickling
@@ -50,60 +44,65 @@ its return, its exception, ``Preempted`` raised at a checkpoint (see ``preemptio
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import copy
-import errno
 import fcntl
-import json
-import math
 import os
 import secrets
 import shutil
-import stat
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NoReturn
 
-from missionweave.protocol.canonical import canonical_bytes, digest, is_digest, sha256_digest
+from missionweave.protocol.canonical import digest
 from missionweave.protocol.idempotency import external_operation_key
 
 from .blocking import Block, Blocked, check_resolution
+from .checkpoint_store import (
+    CHECKPOINT_FORMAT,
+    Checkpoint,
+    CheckpointStore,
+    ResultFiles,
+)
 from .preemption import Phase, Preempted, Preemption, Step, complete_preemption
+from .slot_errors import (
+    AlreadyInSlot,
+    BudgetExceeded,
+    IsolationError,
+    NoFreeSlot,
+    SlotClosed,
+    SlotError,
+)
+from .slot_files import _SlotFiles
+from .slot_grants import ToolBudget, _TokenVault
 
-CHECKPOINT_FORMAT = "mwp-worker-checkpoint-v1"
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# O_NONBLOCK: a FIFO planted in the slot must not hang the handler; regular files ignore it
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-# no O_TRUNC: a planted hard link must be refused before anything of it is changed
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-
-
-class SlotError(Exception):
-    """The base of every refusal of this module."""
-
-
-class NoFreeSlot(SlotError):
-    """All ``max_concurrency`` slots are busy (R11.1-11)."""
-
-
-class AlreadyInSlot(SlotError):
-    """The WorkItem already runs in another slot: one owner, one slot."""
-
-
-class IsolationError(SlotError):
-    """A path that would leave the slot's directory (R11.1-12)."""
-
-
-class BudgetExceeded(SlotError):
-    """A tool spend past the slot's budget, or on a tool it has no budget for."""
-
-
-class SlotClosed(SlotError):
-    """The slot was released: its context no longer does anything."""
+#: this module's public names, with those other modules import from here though they now
+#: live in the modules above (so no importer had to change)
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "AlreadyInSlot",
+    "Assignment",
+    "BudgetExceeded",
+    "Checkpoint",
+    "CheckpointStore",
+    "IsolationError",
+    "ItemRef",
+    "NoFreeSlot",
+    "OnBlock",
+    "OnCheckpoint",
+    "OnDone",
+    "Outcome",
+    "Requeue",
+    "ResultFiles",
+    "Slot",
+    "SlotClosed",
+    "SlotContext",
+    "SlotError",
+    "SlotPool",
+    "ToolBudget",
+]
 
 
 # --- what a slot runs -----------------------------------------------------------------------
@@ -147,30 +146,6 @@ class Assignment:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """A durable checkpoint of one WorkItem (R11.3-13(2)). ``state`` is what the handler
-    passed: ``bytes``, or a JSON object (a fresh ``dict`` for each reader)."""
-
-    ref: str
-    sequence: int
-    group: str
-    work_item: str
-    ownership_epoch: int
-    state: bytes | dict[str, Any]
-    state_digest: str
-    artifacts: tuple[str, ...] = ()
-
-    def wire(self) -> dict[str, Any]:
-        """The ``checkpoint`` object of ``work.checkpoint`` (wire.md: ref, state_digest,
-        artifacts), for the runtime to sign."""
-        return {
-            "ref": self.ref,
-            "state_digest": self.state_digest,
-            "artifacts": list(self.artifacts),
-        }
-
-
-@dataclass(frozen=True)
 class Outcome:
     """How a slot's run ended. ``preempted`` means all five steps of R0-13 were taken;
     ``blocked`` that the block was recorded before the slot was released (R11.4-04), with its
@@ -181,298 +156,6 @@ class Outcome:
     error: BaseException | None = None
     checkpoint: Checkpoint | None = None
     resolution: str | None = None
-
-
-# --- per-slot state, each object owned by exactly one slot ------------------------------------
-
-
-class _TokenVault:
-    """This slot's capability tokens; ``wipe`` zeroes the bytes it holds (R11.1-12).
-
-    Python cannot zero the ``str`` copies it hands out; those die with the handler's frames.
-    """
-
-    def __init__(self, tokens: Mapping[str, str]) -> None:
-        self._lock = threading.Lock()
-        self._tokens: dict[str, bytearray] = {}
-        for name, token in tokens.items():
-            self.put(name, token)
-
-    def put(self, name: str, token: str) -> None:
-        if not isinstance(name, str) or not name or not isinstance(token, str) or not token:
-            raise ValueError("a token is a non-empty string under a non-empty name")
-        with self._lock:
-            old = self._tokens.get(name)
-            if old is not None:
-                old[:] = bytes(len(old))
-            self._tokens[name] = bytearray(token.encode())
-
-    def copy(self) -> dict[str, str]:
-        with self._lock:
-            return {name: bytes(raw).decode() for name, raw in self._tokens.items()}
-
-    def wipe(self) -> None:
-        with self._lock:
-            for raw in self._tokens.values():
-                raw[:] = bytes(len(raw))
-            self._tokens.clear()
-
-
-class ToolBudget:
-    """Per-tool spending limits of one slot. A spend is all or nothing."""
-
-    def __init__(self, limits: Mapping[str, int | float]) -> None:
-        self._lock = threading.Lock()
-        self._limits: dict[str, float] = {}
-        for tool, limit in limits.items():
-            if not isinstance(tool, str) or not tool or not _is_amount(limit, zero=True):
-                raise ValueError("a tool budget is a non-negative finite number per named tool")
-            self._limits[tool] = float(limit)
-        self._spent = dict.fromkeys(self._limits, 0.0)
-
-    def spend(self, tool: str, amount: int | float = 1) -> float:
-        """Charge ``amount`` to ``tool``; the remaining budget, or ``BudgetExceeded``."""
-        if not _is_amount(amount, zero=False):
-            raise ValueError("an amount is a positive finite number")
-        with self._lock:
-            if tool not in self._limits:
-                raise BudgetExceeded(f"no budget for tool {tool!r} in this slot")
-            after = self._spent[tool] + amount
-            if after > self._limits[tool]:
-                raise BudgetExceeded(
-                    f"{tool!r}: spending {amount} would exceed the limit "
-                    f"{self._limits[tool]} (spent {self._spent[tool]})"
-                )
-            self._spent[tool] = after
-            return self._limits[tool] - after
-
-    def remaining(self, tool: str) -> float:
-        with self._lock:
-            if tool not in self._limits:
-                return 0.0
-            return self._limits[tool] - self._spent[tool]
-
-
-def _is_amount(value: object, *, zero: bool) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return False
-    return value >= 0 if zero else value > 0
-
-
-class _SlotFiles:
-    """The slot's directory, reachable only by relative paths that stay inside it."""
-
-    def __init__(self, root: Path) -> None:
-        self._root = root
-
-    def read_bytes(self, name: str) -> bytes:
-        parts = _relative_parts(name)
-        with self._parent(parts, create=False) as parent:
-            fd = self._open(parts[-1], _READ_FLAGS, parent)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise IsolationError(f"{name!r} is not a regular file")
-            if info.st_nlink > 1:
-                # a hard link is another name for a file that may live in another slot
-                raise IsolationError(f"{name!r} is hard-linked elsewhere")
-            return handle.read()
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        parts = _relative_parts(name)
-        with self._parent(parts, create=True) as parent:
-            fd = self._open(parts[-1], _WRITE_FLAGS, parent, mode=0o600)
-        with os.fdopen(fd, "wb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-                raise IsolationError(f"{name!r} is not a private regular file")
-            handle.truncate(0)
-            handle.write(data)
-
-    def delete(self, name: str) -> None:
-        parts = _relative_parts(name)
-        with self._parent(parts, create=False) as parent:
-            os.unlink(parts[-1], dir_fd=parent)
-
-    def names(self) -> list[str]:
-        found: list[str] = []
-        for directory, _dirs, files, _fd in os.fwalk(self._root):  # never follows symlinks
-            base = PurePosixPath(os.path.relpath(directory, self._root))
-            found.extend(str(base / name) if str(base) != "." else name for name in files)
-        return sorted(found)
-
-    @contextlib.contextmanager
-    def _parent(self, parts: list[str], *, create: bool) -> Iterator[int]:
-        fd = os.open(self._root, _DIR_FLAGS)
-        try:
-            for part in parts[:-1]:
-                if create:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o700, dir_fd=fd)
-                child = self._open(part, _DIR_FLAGS, fd)
-                os.close(fd)
-                fd = child
-            yield fd
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _open(part: str, flags: int, dir_fd: int, mode: int = 0o600) -> int:
-        try:
-            return os.open(part, flags, mode, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno in {errno.ELOOP, errno.ENOTDIR} and _is_symlink(part, dir_fd):
-                raise IsolationError(f"{part!r} is a symlink: refused") from exc
-            raise
-
-
-def _is_symlink(part: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
-def _relative_parts(name: object) -> list[str]:
-    """The components of a path that names something inside the slot, or ``IsolationError``."""
-    if not isinstance(name, str) or not name or "\x00" in name:
-        raise IsolationError("a slot path is a non-empty string")
-    path = PurePosixPath(name)
-    if path.is_absolute():
-        raise IsolationError(f"{name!r} is absolute: slot paths are relative to the slot")
-    parts = list(path.parts)
-    if not parts or ".." in parts:
-        raise IsolationError(f"{name!r} leaves the slot directory")
-    return parts
-
-
-class CheckpointStore:
-    """The durable checkpoints of one WorkItem, numbered 1, 2, ... (``<sequence>.json``).
-
-    Keyed by (Group, WorkItem) rather than by slot so a checkpoint is durable the moment it is
-    written and survives the slot (and a crash of the process) without a later copy: the next
-    slot of the same item finds it here (R11.3-13(5), R11.5-01).
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self._dir = directory
-        self._lock = threading.Lock()
-
-    def latest(self) -> Checkpoint | None:
-        sequences = self._sequences()
-        if not sequences:
-            return None
-        document = json.loads((self._dir / f"{sequences[-1]:012d}.json").read_bytes())
-        return _checkpoint_from(document)
-
-    def write(
-        self, item: ItemRef, state: bytes | Mapping[str, Any], artifacts: Sequence[str]
-    ) -> Checkpoint:
-        if isinstance(state, bytes | bytearray):
-            kind, stored = "bytes", base64.b64encode(state).decode()
-            state_digest = sha256_digest(bytes(state))
-        elif isinstance(state, Mapping):
-            plain = json.loads(json.dumps(state))  # a JSON object, detached from the caller
-            canonical_bytes(plain)  # refuses what RFC 8785 cannot represent (NaN, huge ints)
-            kind, stored, state_digest = "json", plain, digest(plain)
-        else:
-            raise TypeError("checkpoint state is bytes or a JSON object")
-        artifacts = tuple(artifacts)
-        if not all(is_digest(value) for value in artifacts):
-            raise ValueError("checkpoint artifacts are sha256:<64 hex> digests")
-        with self._lock:
-            self._dir.mkdir(mode=0o700, parents=False, exist_ok=True)
-            sequences = self._sequences()
-            sequence = (sequences[-1] if sequences else 0) + 1
-            document = {
-                "format": CHECKPOINT_FORMAT,
-                "ref": f"{item.work_item}/e{item.ownership_epoch}/c{sequence}",
-                "sequence": sequence,
-                "group": item.group,
-                "work_item": item.work_item,
-                "ownership_epoch": item.ownership_epoch,
-                "kind": kind,
-                "state": stored,
-                "state_digest": state_digest,
-                "artifacts": list(artifacts),
-            }
-            _write_durably(self._dir, f"{sequence:012d}.json", json.dumps(document).encode())
-        return _checkpoint_from(document)
-
-    def discard(self) -> None:
-        """Forget every checkpoint of the item (once the authority has its submission)."""
-        with self._lock:
-            shutil.rmtree(self._dir, ignore_errors=True)
-
-    def _sequences(self) -> list[int]:
-        try:
-            names = os.listdir(self._dir)
-        except FileNotFoundError:
-            return []
-        return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
-
-
-class ResultFiles:
-    """The output bytes of one finished WorkItem, kept until its submission is decided
-    (``kept.py``). Each file is named by the digest of its bytes, so reading it back checks
-    it is the same output; written like a checkpoint (fsync, atomic rename)."""
-
-    def __init__(self, directory: Path) -> None:
-        self._dir = directory
-
-    def write(self, data: bytes) -> str:
-        """Store ``data`` durably; its ``sha256:`` digest."""
-        found = sha256_digest(data)
-        self._dir.mkdir(mode=0o700, parents=False, exist_ok=True)
-        _write_durably(self._dir, found.removeprefix("sha256:"), data)
-        return found
-
-    def read(self, wanted: str) -> bytes:
-        """The bytes of ``wanted``; ``ValueError`` unless they are still exactly those."""
-        if not is_digest(wanted):
-            raise ValueError(f"{wanted!r} is not a sha256 digest")
-        data = (self._dir / wanted.removeprefix("sha256:")).read_bytes()
-        if sha256_digest(data) != wanted:
-            raise ValueError(f"the kept bytes of {wanted} do not match their digest")
-        return data
-
-    def discard(self) -> None:
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
-def _checkpoint_from(document: dict[str, Any]) -> Checkpoint:
-    state = document["state"]
-    return Checkpoint(
-        ref=document["ref"],
-        sequence=document["sequence"],
-        group=document["group"],
-        work_item=document["work_item"],
-        ownership_epoch=document["ownership_epoch"],
-        state=base64.b64decode(state) if document["kind"] == "bytes" else state,
-        state_digest=document["state_digest"],
-        artifacts=tuple(document["artifacts"]),
-    )
-
-
-def _write_durably(directory: Path, name: str, data: bytes) -> None:
-    """Write, fsync, rename over, fsync the directory: after a crash the file is either the
-    old one or the whole new one, never a torn write that a resume would read."""
-    temporary = directory / f".{name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, directory / name)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    directory_fd = os.open(directory, _DIR_FLAGS)
-    try:
-        os.fsync(directory_fd)
-    finally:
-        os.close(directory_fd)
 
 
 def _freeze(value: Any) -> Any:

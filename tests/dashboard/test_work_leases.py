@@ -320,9 +320,10 @@ def test_no_late_results_card_until_there_is_one(dash: Dashboard) -> None:
 @pytest.mark.django_db
 def test_a_retry_waits_for_its_backoff_after_the_last_checkpoint(dash: Dashboard) -> None:
     """R11.4-08, R10.2-08, R11.3-09: a checkpoint releases the first lease (ended by
-    ``work.checkpointed``) and is kept as the last checkpoint; the owner's failure of the
-    second attempt schedules a retry: the second lease is revoked (ended by
-    ``work.retry_scheduled``) and the page counts down to when attempt 3 may start."""
+    ``work.checkpointed``) and is kept as the last checkpoint; the start after it resumes the
+    first attempt (issue 35: a resumed start is not a new attempt), whose failure schedules a
+    retry: the second lease is revoked (ended by ``work.retry_scheduled``) and the page counts
+    down to when attempt 2 may start."""
     world = dash.world
     contract = example_contract(deadline=now_text(30 * 86400))
     item = wf.queued(world, wf.mission(world), contract=contract)
@@ -342,13 +343,13 @@ def test_a_retry_waits_for_its_backoff_after_the_last_checkpoint(dash: Dashboard
     assert attribute(start_by, "data-passed-text") == "missed"
     card = element(body, "id", "lease")
     retry = element(card, "data-field", "retry")
-    assert "Attempt 3 of 3 waits before it may start: not before" in text(retry)
+    assert "Attempt 2 of 3 waits before it may start: not before" in text(retry)
     countdown = element(retry, "data-field", "retry-countdown")
     assert attribute(countdown, "data-countdown") == retry_at
     assert attribute(countdown, "data-passed-text") == "due now"
     assert f"not before {wire_time(retry_at)}" in text(retry)
     assert text(countdown) == ""  # countdown.js writes the time left
-    assert "attempts 2 of 3" in text(element(card, "data-field", "attempts"))
+    assert "attempts 1 of 3" in text(element(card, "data-field", "attempts"))
 
     history = element(card, "data-field", "lease-history")
     assert re.findall(r'<tr data-lease="([^"]+)"', history) == [second, first]

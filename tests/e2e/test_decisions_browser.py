@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from apps.registry import services
@@ -31,7 +32,7 @@ from apps.work import reviews
 from apps.work.tasks import STORE
 from missionweave.client import AgentClient, ApiError
 from tests.artifacts.servers import server_env
-from tests.celery_processes import CeleryProcesses, start_celery
+from tests.celery_processes import run_celery
 from tests.client.scenario import (
     GOOD_REPORT,
     ActiveItem,
@@ -43,10 +44,6 @@ from tests.dashboard import workflows as wf
 from tests.e2e.screens import assert_no_csp_violation, check_screen, snap, watch_csp
 from tests.factories import HumanPersona, World, build_world, grant, human, now_text
 from tests.live_server import LiveServer, in_plain_thread, session_server
-
-__all__ = ["start_celery"]
-
-StartCelery = Callable[..., AbstractContextManager[CeleryProcesses]]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -85,20 +82,21 @@ def cast(transactional_db: None) -> Cast:
     return Cast(world, rita, mia)
 
 
-@pytest.fixture
-def artifact_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "artifacts"
-    monkeypatch.setenv("MWP_ARTIFACT_DIR", str(folder))
-    return folder
+@pytest.fixture(scope="module")
+def stack(
+    django_db_setup: None, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Iterator[LiveServer]:
+    """uvicorn and one Celery worker with beat, sharing the queue the server's hints use.
 
-
-@pytest.fixture
-def stack(start_celery: StartCelery, artifact_dir: Path, worker_id: str) -> Iterator[LiveServer]:
-    """uvicorn and one Celery worker with beat, sharing the queue the server's hints use."""
+    One pair for the module: starting both took about 20 s, per test. Each test's data is
+    still its own (``cast`` is transactional: the tables are emptied after each test), and the
+    processes keep nothing of a test's data but what they read from the database."""
     queue = f"mwp-test-{worker_id}-{uuid.uuid4().hex[:8]}"
-    env = {**server_env(artifact_dir), "MWP_CELERY_QUEUE": queue}
+    env = {**server_env(Path(settings.MWP_ARTIFACT_DIR)), "MWP_CELERY_QUEUE": queue}
+    database_name = connection.settings_dict["NAME"]
+    state_dir = tmp_path_factory.mktemp("celery")
     with (
-        start_celery(queue=queue),
+        run_celery(database_name=database_name, queue=queue, state_dir=state_dir),
         session_server(worker_id, server="uvicorn", extra_env=env) as server,
     ):
         yield server

@@ -320,6 +320,12 @@ class WorkItemSerializer(serializers.Serializer):
         "deadline, previous {urgency, deadline}, reason, by, sequence, recorded_at}; the "
         "contract holds the current values (R0-12, R11.3-11)",
     )
+    asks = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="work.asked, oldest first, the latest 50: {for (execution_approval or "
+        "review), asked [principals], by, note, revision, submission, sequence, recorded_at} "
+        "(R10.2-06, R13.2-03)",
+    )
 
 
 class PresenceAmountsSerializer(serializers.Serializer):

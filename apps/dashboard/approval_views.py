@@ -24,6 +24,7 @@ from missionweave.protocol.errors import ProtocolError
 
 from . import approvals, names, selectors, work
 from .access import access_membership
+from .asking import APPROVAL, ask_panel
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .forms import GrantExecutionForm, RefuseExecutionForm, revision_decision
 
@@ -37,8 +38,10 @@ def _context(request: HttpRequest, membership: Membership, work_item: str) -> di
     if screen is None:
         raise Http404("no such WorkItem")
     item = screen.item
+    asking = ask_panel(Caller.for_user(request.user), membership.to_state(), group, item, APPROVAL)
     names.prime(
         [
+            *asking.principals,
             item.owner,
             item.authorized_by,
             item.proposed_by,
@@ -53,6 +56,7 @@ def _context(request: HttpRequest, membership: Membership, work_item: str) -> di
         "membership": membership,
         "screen": screen,
         "item": item,
+        "asking": asking,
         "return_to": reverse("dashboard:approval", args=[group, work_item]),
     }
 

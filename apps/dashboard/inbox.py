@@ -48,6 +48,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
+from .inbox_asks import AskedEntry, asked_entries
 from .inbox_entries import (
     SHOWN,
     ApprovalEntry,
@@ -77,7 +78,7 @@ QUEUED_SINCE = frozenset(
 #: statuses of a criterion that no longer waits for anyone's verdict
 JUDGED = frozenset({"pass", "fail", "inconclusive"})
 HUMAN_REVIEW = "human_review"
-SECTION_KEYS = ("approvals", "reviews", "missions", "blocked")
+SECTION_KEYS = ("asked", "approvals", "reviews", "missions", "blocked")
 
 
 def _now() -> datetime:
@@ -87,18 +88,21 @@ def _now() -> datetime:
 
 @dataclass
 class _Found:
+    asked: list[AskedEntry] = field(default_factory=list)  # first: asked by name (issue 36)
     approvals: list[ApprovalEntry] = field(default_factory=list)
     reviews: list[ReviewEntry] = field(default_factory=list)
     missions: list[MissionEntry] = field(default_factory=list)
     blocked: list[BlockedEntry] = field(default_factory=list)
 
     def all(self) -> Iterable[Entry]:
+        yield from self.asked
         yield from self.approvals
         yield from self.reviews
         yield from self.missions
         yield from self.blocked
 
     def add(self, other: _Found) -> None:
+        self.asked += other.asked
         self.approvals += other.approvals
         self.reviews += other.reviews
         self.missions += other.missions
@@ -107,6 +111,11 @@ class _Found:
 
 #: each section's title and what would appear in it, said when nothing does
 _SECTIONS = {
+    "asked": (
+        "Asked of you",
+        "What someone asks of you by name — an execution approval, a review — appears here "
+        "first, with who asked and their note.",
+    ),
     "approvals": (
         "Execution approvals",
         "WorkItems that wait for your approval before they may start appear here: queued, "
@@ -178,7 +187,7 @@ def _collect(
     the log), which only the inbox shows."""
     may = preview.permitted_by(caller, membership, INBOX_COMMANDS)
     owned = _owned_missions(caller, group)
-    found = _Found()
+    found = _Found(asked=asked_entries(caller.principal, group, membership))
     if GRANT_EXECUTION in may:
         found.approvals = _approvals(caller, group, membership, now)
     if RECORD_EVIDENCE in may:

@@ -292,6 +292,8 @@ class Inbox:
                 ):
                     if reservation is not None:
                         named.add(reservation.reviewer)
+                if asked_by := getattr(entry, "asked_by", ""):
+                    named.add(asked_by)
                 refusal = getattr(entry, "refusal", None)
                 if refusal:
                     named.add(str(refusal.get("principal")))

@@ -29,6 +29,7 @@ from missionweave.protocol.timefmt import parse_timestamp
 from . import names, review, review_queue, selectors
 from .access import access_membership
 from .actions import new_command_id, refused
+from .asking import REVIEW, ask_panel
 from .decision_forms import NotSent, Typed, membership_or_none, not_a_member
 from .review_forms import Draft, ReviewSubmission, parse_review, posted_draft, review_payload
 from .review_words import refusal_text
@@ -152,8 +153,10 @@ def _page(request: HttpRequest, membership: Membership, work_item: str) -> dict[
     )
     if page is None:
         raise Http404("no submission to review")
+    asking = ask_panel(_caller(request), membership.to_state(), group, page.item, REVIEW)
     names.prime(
         [
+            *asking.principals,
             page.submitter,
             *(e.producer for c in page.criteria for e in (*c.evidence, *c.checks)),
             *(a.producer for a in page.artifacts),
@@ -161,7 +164,7 @@ def _page(request: HttpRequest, membership: Membership, work_item: str) -> dict[
             page.decided.by if page.decided else "",
         ]
     )
-    return {"group": membership.group, "membership": membership, "page": page}
+    return {"group": membership.group, "membership": membership, "page": page, "asking": asking}
 
 
 def _detail(

@@ -18,6 +18,7 @@ from .facts import Command, Decision, StateKey, View
 from .missions import children, cleanup, lifecycle
 from .work import (
     approvals,
+    asks,
     assessment,
     checks,
     execution,
@@ -38,7 +39,7 @@ COORDINATOR = frozenset({"coordinator"})
 #: accepted owns it; these roles only gate who may try)
 WORKER = frozenset({"worker", "coordinator"})
 #: who judges a submission: records evidence, reserves its review (R13.2-03)
-REVIEWERS = frozenset({"reviewer", "coordinator", "mission_owner"})
+REVIEWERS = assessment.REVIEWER_ROLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +167,7 @@ _SPECS = (
     ),
     _spec(
         approvals.GRANT,
-        frozenset({"mission_owner"}),
+        approvals.GRANT_ROLES,
         approvals.validate_grant_execution,
         checks.item_keys,
         approvals.decide_grant_execution,
@@ -174,7 +175,7 @@ _SPECS = (
     ),
     _spec(
         approvals.REFUSE,
-        frozenset({"mission_owner"}),
+        approvals.GRANT_ROLES,
         approvals.validate_refuse_execution,
         checks.item_keys,
         approvals.decide_refuse_execution,
@@ -236,6 +237,8 @@ _SPECS = (
         checks.item_keys,
         priorities.decide_reprioritize,
     ),
+    # R10.2-06, R13.2-03 (issue 36): named people asked for an approval or a review
+    _spec(asks.ASK, asks.ROLES, asks.validate_ask, asks.keys_of_ask, asks.decide_ask),
     _spec(
         "work.unblock",
         COORDINATOR,
@@ -308,9 +311,10 @@ _SPECS = (
         cleanup.with_cleanup(checks.item_keys),  # R10.2-14: cleanup policy applies
         review.decide_cancel,
     ),
+    # staff, or the group's own ``admin`` (wire.md §2 "admin (memberships)"; issue 36 §6)
     _spec(
         memberships.GRANT,
-        frozenset(),
+        memberships.ADMINISTERS,
         memberships.validate_grant,
         memberships.keys_of_principal,
         memberships.decide_grant,
@@ -318,7 +322,7 @@ _SPECS = (
     ),
     _spec(
         memberships.REVOKE,
-        frozenset(),
+        memberships.ADMINISTERS,
         memberships.validate_revoke,
         memberships.keys_of_revoke,
         memberships.decide_revoke,

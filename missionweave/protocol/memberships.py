@@ -22,6 +22,8 @@ from .work.leases import fenced_by_revocation, revocation_events
 
 GRANT = "membership.grant"
 REVOKE = "membership.revoke"
+#: the group role that may change memberships besides staff (wire.md §2, changed 2026-12-07)
+ADMINISTERS = frozenset({"admin"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,8 @@ from typing import Any
 from .. import states as S
 from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, View
+from ..identifiers import is_human
+from ..memberships import Membership
 from ..validation import check_fields, check_id, check_text, malformed
 from .assessment import require_not_owner
 from .checks import approvals_required, no_private_reasoning, require_item
@@ -26,6 +28,8 @@ GRANT = "approval.grant_execution"
 GRANTED = "approval.execution_granted"
 REFUSE = "approval.refuse_execution"
 REFUSED = "approval.execution_refused"
+#: who may decide an execution (wire.md §9): a person holding mission_owner (``humans_only``)
+GRANT_ROLES = frozenset({"mission_owner"})
 
 #: decisions kept on the projection (the log keeps every one)
 APPROVAL_LOG_LIMIT = 50
@@ -108,27 +112,31 @@ def duplicate_decision(item: WorkItem, actor: str) -> ProtocolError:
 
 
 def _require_decidable(item: WorkItem, command: Command) -> None:
+    require_decidable(item, command.actor, command.type, revision=command.body["contract_revision"])
+
+
+def require_decidable(item: WorkItem, actor: str, type_: str, *, revision: int) -> None:
     """The checks a grant and a refusal share, in this order: the state, the revision, who
     may not approve (SELF_APPROVAL), one decision per person, a revision already refused."""
-    S.require_state(command.type, item.state, work_item=item.id)
-    if command.body["contract_revision"] != item.revision:
+    S.require_state(type_, item.state, work_item=item.id)
+    if revision != item.revision:
         raise ProtocolError(
             ErrorCode.STALE_REVISION,
             f"the contract of {item.id} is at revision {item.revision}",
             requirement="R10.1-05",
             details={"revision": item.revision},
         )
-    verb = "refuse" if command.type == REFUSE else "approve"
-    if command.actor in (item.authorized_by, item.proposed_by):
+    verb = "refuse" if type_ == REFUSE else "approve"
+    if actor in (item.authorized_by, item.proposed_by):
         raise ProtocolError(
             ErrorCode.SELF_APPROVAL,
-            f"{command.actor} asked for {item.id} and cannot {verb} its execution",
+            f"{actor} asked for {item.id} and cannot {verb} its execution",
             requirement="R10.2-06",
         )
-    require_not_owner(item, command.actor, f"{verb} the execution of")
+    require_not_owner(item, actor, f"{verb} the execution of")
     refused_by = (item.refusal or {}).get("principal")
-    if command.actor in item.approvals or command.actor == refused_by:
-        raise duplicate_decision(item, command.actor)
+    if actor in item.approvals or actor == refused_by:
+        raise duplicate_decision(item, actor)
     if item.refusal is not None:
         raise ProtocolError(
             ErrorCode.ILLEGAL_TRANSITION,
@@ -136,6 +144,35 @@ def _require_decidable(item: WorkItem, command: Command) -> None:
             requirement="R10.2-06",
             details={"work_item": item.id, "refusal": item.refusal, **refusal_details(item)},
         )
+
+
+def grant_refusal(
+    item: WorkItem, principal: str, membership: Membership | None
+) -> ProtocolError | None:
+    """Why ``principal`` (holding ``membership`` in the item's group) would be refused
+    ``approval.grant_execution`` of the item's current revision now, or ``None``: they may
+    still approve it (R10.2-06). The write path's own questions in its order — an active
+    member (``NOT_A_MEMBER``), a person holding mission_owner (``FORBIDDEN``, wire.md §3
+    step 7), then the decider's (state, who asked for it or owns it, a decision already
+    given, a refused revision) — so a screen or a ``work.ask`` never decides it again."""
+    try:
+        if membership is None or not membership.active:
+            raise ProtocolError(
+                ErrorCode.NOT_A_MEMBER,
+                f"{principal} is not a member of this group",
+                requirement="wire§2",
+            )
+        if not is_human(principal) or not GRANT_ROLES.intersection(membership.roles):
+            raise ProtocolError(
+                ErrorCode.FORBIDDEN,
+                f"{principal} is no mission owner who may grant {GRANT}",
+                requirement="wire§9",
+                details={"allowed_roles": sorted(GRANT_ROLES)},
+            )
+        require_decidable(item, principal, GRANT, revision=item.revision)
+    except ProtocolError as refused:
+        return refused
+    return None
 
 
 def decide_grant_execution(view: View, command: Command) -> Decision:

@@ -49,6 +49,8 @@ REQUESTED = "review.requested"
 ACCEPT_RESULT = "work.accept_result"
 FAIL = "work.fail"
 EVIDENCE_RECORD = "evidence.record"
+#: who judges a submission: records evidence, reserves its review, is asked for one (R13.2-03)
+REVIEWER_ROLES = frozenset({"reviewer", "coordinator", "mission_owner"})
 
 
 def require_not_owner(item: WorkItem, actor: str, what: str) -> None:

@@ -15,6 +15,7 @@ from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
 from ..frozen import replace
 from .approvals import APPROVAL_LOG_LIMIT, GRANTED, REFUSED, decision_entry
+from .asks import ASKED, asked
 from .assessment import REQUESTED, fresh_review, with_evidence, with_request
 from .items import Lease, Offer, WorkItem, work_item_key
 from .priorities import REPRIORITIZED, reprioritized
@@ -288,6 +289,12 @@ def _progress_reported(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
 def _reprioritized(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
     """A new urgency or deadline in place; nothing else moves (R0-12, R11.3-11)."""
     return reprioritized(item, fact)
+
+
+@evolves(ASKED, aggregate=WORK_ITEM)
+def _asked(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
+    """Who was asked to act, by whom and when; nothing else moves (R10.2-06, R13.2-03)."""
+    return asked(item, fact)
 
 
 @evolves(DISCLOSED, aggregate=WORK_ITEM)

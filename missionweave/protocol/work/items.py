@@ -176,6 +176,9 @@ class WorkItem:
     #: the owner stopped on purpose (a checkpoint's release, a block, a replaced session), so
     #: its next ``work.started`` resumes the same attempt rather than spending a new one
     resumes_attempt: bool = False
+    #: named people asked to act, oldest first and bounded: {for, asked, by, note, revision,
+    #: submission, sequence, recorded_at} (R10.2-06, R13.2-03; ``asks``)
+    asks: tuple[dict[str, Any], ...] = ()
 
     @property
     def limits(self) -> dict[str, Any]:
@@ -275,6 +278,7 @@ class WorkItem:
             "replaced_by": self.replaced_by,
             "ended_dependencies": list(self.ended_dependencies),
             "resumes_attempt": self.resumes_attempt,
+            "asks": list(self.asks),
         }
 
     def execution_refused(self) -> dict[str, Any] | None:
@@ -344,4 +348,5 @@ class WorkItem:
             replaced_by=data.get("replaced_by"),
             ended_dependencies=tuple(data.get("ended_dependencies", ())),
             resumes_attempt=data.get("resumes_attempt", False),
+            asks=tuple(data.get("asks", ())),
         )

@@ -1,14 +1,16 @@
-"""The memberships screen of a group (issue 13 §1): who holds which roles, grant, change
-roles, revoke, the audit list of membership events, and the group's verifiable export.
+"""The memberships screen of a group (issue 13 §1, issue 36 §6): who holds which roles, grant,
+change roles, revoke, the audit list of membership events, and the group's verifiable export.
 
-Who administers: membership commands are staff-only (``staff_only=True`` in the command
-table, wire.md §4), so Django staff administer memberships — of any group, member or not. A
-signed-in person who is not staff gets 404 for a group they are not an active member of
-(as on every group page) and a 403 page, in words, for one they are.
+Who administers: Django staff (of any group, member or not) and the group's own ``admin``
+role (wire.md §2 "admin (memberships)"; the command table names it for ``membership.grant``
+and ``membership.revoke``). Every other member of the group sees the screen read-only — who is
+in the group, their roles and the changes, by name — and a sentence saying who can change
+them; a person who is neither staff nor a member gets 404 (as on every group page).
 
 Thin function views: reads from ``memberships``; each form is the existing command sent as
-the staff person through ``apps.registry.services`` (the one service every membership grant
-goes through, which refuses a principal that does not exist) and the one write path.
+the person through ``apps.registry.services`` (the one service every membership grant goes
+through, which refuses a principal that does not exist) and the one write path, which
+decides again whether this person may.
 """
 
 from __future__ import annotations
@@ -44,13 +46,16 @@ from .names import display_name
 from .refusal_words import form_problems
 from .streaming import streamed
 
-_NOT_STAFF = ProtocolError(
+_NOT_STAFF = ProtocolError(ErrorCode.FORBIDDEN, "only staff create groups", requirement="wire§4")
+_NOT_ADMIN = ProtocolError(
     ErrorCode.FORBIDDEN,
-    "only staff administer memberships: membership.grant and membership.revoke are "
-    "staff-only commands",
-    requirement="wire§4",
+    "only staff and the group's admins change memberships: membership.grant and "
+    "membership.revoke are issued by staff or the group role admin",
+    requirement="wire§2",
 )
-_NOT_STAFF_WORDS = "Only staff administer memberships: ask an administrator of the site."
+_NOT_ADMIN_WORDS = (
+    "Only the group's admins and the site's staff change memberships: ask one of them."
+)
 #: who a grant is for, as the form asks it: a person by username, an agent by its id
 KINDS = (("user", "A person (username)"), ("agent", "An agent (agent id)"))
 
@@ -85,33 +90,38 @@ class RevokeForm(forms.Form):
     confirm = forms.BooleanField(required=False)
 
 
-def administered_group(request: HttpRequest, group_id: str) -> Group:
-    """The group, for a staff person; 404 for a group a non-staff person is not a member of
-    (a page never reveals a group), ``PermissionError`` for a non-staff member."""
+def group_for(request: HttpRequest, group_id: str) -> tuple[Group, bool]:
+    """The group and whether the person may change its memberships (staff, or its
+    ``admin``); 404 for a group a non-staff person is not an active member of (a page never
+    reveals a group)."""
     caller = Caller.for_user(request.user)
-    if not caller.is_staff:
-        if selectors.member_group(group_id, caller.principal) is None:
-            raise Http404("no such group")
-        raise PermissionError(group_id)
+    if not caller.is_staff and selectors.member_group(group_id, caller.principal) is None:
+        raise Http404("no such group")
     group = Group.objects.filter(pk=group_id).first()
     if group is None:
         raise Http404("no such group")
+    return group, services.administers(group_id, caller)
+
+
+def administered_group(request: HttpRequest, group_id: str) -> Group:
+    """The group, for a person who may change its memberships; 404 as ``group_for``, and
+    ``PermissionError`` for a member who may not."""
+    group, administers = group_for(request, group_id)
+    if not administers:
+        raise PermissionError(group_id)
     return group
 
 
 def _not_staff(request: HttpRequest, group_id: str) -> HttpResponse:
-    back = reverse("dashboard:group", args=[group_id])
-    return refused(request, _NOT_STAFF, back, words=_NOT_STAFF_WORDS)
+    back = reverse("dashboard:members", args=[group_id])
+    return refused(request, _NOT_ADMIN, back, words=_NOT_ADMIN_WORDS)
 
 
 @login_required
 def members_page(request: HttpRequest, group: str) -> HttpResponse:
     """Who holds which roles (since when), the forms, and the audit list; each person and
     agent by name (one lookup for the page, ``names.prime``)."""
-    try:
-        group_row = administered_group(request, group)
-    except PermissionError:
-        return _not_staff(request, group)
+    group_row, administers = group_for(request, group)
     try:
         before = selectors.before_parameter(request.GET.get("before"))
     except ValueError:
@@ -126,6 +136,8 @@ def members_page(request: HttpRequest, group: str) -> HttpResponse:
         "group": group_row,
         "members": members,
         "audit": audit,
+        "administers": administers,
+        "admins": [member for member in members if "admin" in member.roles],
         "kinds": KINDS,
         "roles": ROLES,
         "command_id": new_command_id(),
@@ -159,8 +171,9 @@ def _command_id(form: forms.Form) -> str:
 @login_required
 @require_POST
 def member_grant(request: HttpRequest, group: str) -> HttpResponse:
-    """``membership.grant`` as the staff person (wire§4): a new member, or new roles for a
-    member; the same roles again change nothing (no event, same epoch)."""
+    """``membership.grant`` as the person (staff or the group's admin; wire§2, wire§4): a new
+    member, or new roles for a member; the same roles again change nothing (no event, same
+    epoch)."""
     try:
         administered_group(request, group)
     except PermissionError:
@@ -198,7 +211,8 @@ def member_grant(request: HttpRequest, group: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def member_revoke(request: HttpRequest, group: str) -> HttpResponse:
-    """``membership.revoke`` as the staff person (wire§4); the epoch survives (wire§2).
+    """``membership.revoke`` as the person (staff or the group's admin; wire§4); the epoch
+    survives (wire§2).
 
     A revoke is asked first (issue 34 §7): the list's "Revoke…" opens a page that names who
     loses which roles, and only its second submit (``confirm``) revokes — with scripts off
@@ -248,7 +262,8 @@ def member_revoke(request: HttpRequest, group: str) -> HttpResponse:
 @login_required
 def group_export(request: HttpRequest, group: str) -> HttpResponse:
     """The group's complete verifiable history as a file: the ``export_group`` format
-    (signed header, every event as stored, signed head; R16-08, R16-10)."""
+    (signed header, every event as stored, signed head; R16-08, R16-10), for those who
+    administer the group."""
     try:
         administered_group(request, group)
     except PermissionError:
@@ -276,7 +291,7 @@ def create_group(request: HttpRequest) -> HttpResponse:
     caller = Caller.for_user(request.user)
     back = reverse("dashboard:groups")
     if not caller.is_staff:
-        return refused(request, _NOT_STAFF, back, words=_NOT_STAFF_WORDS)
+        return refused(request, _NOT_STAFF, back, words="Only the site's staff create groups.")
     form = GroupCreateForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())

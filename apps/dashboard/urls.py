@@ -9,14 +9,19 @@ from . import (
     account_views,
     approval_views,
     artifact_views,
+    ask_views,
     inbox_views,
     item_views,
     list_views,
     membership_views,
+    mission_create,
     mission_pages,
+    mission_send_back,
     mission_views,
     review_views,
     views,
+    work_item_add,
+    work_item_cancel,
     work_views,
 )
 
@@ -68,6 +73,7 @@ urlpatterns = [
 urlpatterns += [
     *inbox_views.urlpatterns,
     *approval_views.urlpatterns,
+    *ask_views.urlpatterns,
     *review_views.urlpatterns,
     *mission_pages.urlpatterns,
     *artifact_views.urlpatterns,
@@ -75,4 +81,8 @@ urlpatterns += [
     *membership_views.urlpatterns,
     *list_views.urlpatterns,
     *item_views.urlpatterns,
+    *mission_create.urlpatterns,
+    *work_item_add.urlpatterns,
+    *work_item_cancel.urlpatterns,
+    *mission_send_back.urlpatterns,
 ]

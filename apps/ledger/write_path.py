@@ -177,9 +177,10 @@ def human_document(
     admin: bool = False,
 ) -> dict[str, Any]:
     """The unsigned envelope a person's command travels in (wire.md §3), with their current
-    membership epoch (0 without an active membership, or for a staff-only command)."""
+    membership epoch (0 without an active membership, or for staff's staff-only command: an
+    admin need not be a member). A group's admin sends theirs (``_as_group_admin``)."""
     epoch = 0
-    if not admin:
+    if not (admin and caller.is_staff):
         key = membership_key(caller.principal)
         epoch = current_epoch(load_view(group_id, [key])[key])
     return human_envelope(
@@ -582,7 +583,7 @@ def judge(
     roles: frozenset[str] = frozenset()
     if spec.staff_only and caller.kind != "authority":  # the authority may too (snapshots)
         if not caller.is_staff:
-            raise ProtocolError(ErrorCode.FORBIDDEN, "admins only", requirement="wire§4")
+            roles = _as_group_admin(spec, envelope, stage)
     elif caller.kind != "authority":
         actor_key = membership_key(envelope.actor)
         membership = stage.view([actor_key])[actor_key]
@@ -599,6 +600,24 @@ def judge(
     command = command_of(envelope, group_id, roles=roles, now=now, head_sequence=head_sequence)
     view = _load_what_decide_reads(spec, command, stage)
     return view, decider.decide(view, command)
+
+
+def _as_group_admin(spec: CommandSpec, envelope: Envelope, stage: Stage) -> frozenset[str]:
+    """A staff-only command from someone who is not staff: taken only from an active member
+    holding a role the command table names for it (a group's ``admin`` changes its
+    memberships, wire.md §2, issue 36 §6), with membership and epoch checked as for any
+    member's command; anyone else is FORBIDDEN, as before."""
+    actor_key = membership_key(envelope.actor)
+    membership = stage.view([actor_key])[actor_key] if spec.roles else None
+    if membership is None or not membership.active or not spec.roles & set(membership.roles):
+        raise ProtocolError(
+            ErrorCode.FORBIDDEN,
+            "admins only: staff, or the group's admin",
+            requirement="wire§4",
+            details={"allowed_roles": sorted(spec.roles)},
+        )
+    authorize(spec, membership, actor=envelope.actor, membership_epoch=envelope.membership_epoch)
+    return frozenset(membership.roles)
 
 
 def command_of(

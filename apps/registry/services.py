@@ -171,7 +171,8 @@ def membership_grant(
     endpoints mint a fresh one."""
     if not isinstance(body, dict):
         raise malformed("the body is an object", "$", "wire§4")
-    if admin.is_staff:  # a non-staff caller is FORBIDDEN by the write path, whoever it names
+    # anyone else is FORBIDDEN by the write path, whoever it names (the directory stays unsaid)
+    if administers(group_id, admin):
         membership_rules.validate_grant(body)
         _check_principal_exists(body["principal"])
     return _admin_command(admin, group_id, membership_rules.GRANT, body, command_id)
@@ -220,6 +221,18 @@ def memberships_of(principal: str) -> dict[str, dict[str, Any]]:
 
 def membership_of(group_id: str, principal: str) -> Membership | None:
     return Membership.objects.filter(group_id=group_id, principal=principal, active=True).first()
+
+
+def administers(group_id: str, caller: Caller) -> bool:
+    """Whether ``caller`` may change the group's memberships: staff, or an active member
+    holding the group's ``admin`` role (wire.md §2; issue 36 §6). The write path decides
+    again under the lock; this only tells screens what to offer."""
+    if caller.is_staff:
+        return True
+    membership = membership_of(group_id, caller.principal)
+    return membership is not None and bool(
+        membership_rules.ADMINISTERS.intersection(membership.roles)
+    )
 
 
 # --- sessions and tokens ------------------------------------------------------------------

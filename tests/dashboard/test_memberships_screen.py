@@ -1,5 +1,6 @@
-"""The memberships screen (issue 13 §1): staff administer memberships of any group through
-the existing staff-only commands (wire§4), each through the one write path.
+"""The memberships screen (issue 13 §1, issue 36 §6): staff administer memberships of any group
+through the existing membership commands (wire§4), each through the one write path; the other
+members read it (group admins: tests/dashboard/test_group_admin_memberships.py).
 
 Alice is the world's staff admin (a member of nothing); maria an observer; nina a member of
 nothing. Real PostgreSQL; forms posted as a browser would.
@@ -49,18 +50,28 @@ def test_non_staff_non_member_gets_404_everywhere(dash: Dashboard) -> None:
     assert logged_in(dash.nina).get(_url("g-nowhere")).status_code == 404
 
 
-def test_non_staff_member_gets_a_403_page_in_words_and_nothing_is_appended(
+def test_a_member_who_is_not_an_admin_reads_the_members_and_may_not_change_them(
     dash: Dashboard,
 ) -> None:
-    """wire§4: membership commands are staff-only; a member who is not staff is told why."""
+    """Issue 36 §6 (wire§2): every member sees who is in the group and their roles, by name,
+    read-only; changing them is staff's or the group admin's, so an observer's posts get a 403
+    page in words and nothing is appended."""
     maria = logged_in(dash.maria)
     group = dash.world.group
     head = _head(group)
     page = maria.get(_url(group))
-    assert page.status_code == 403
-    assert "only staff administer memberships" in text(page.content.decode())
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-principal="user:olga"' in html
+    assert "Only the group" in text(html)
+    assert "change memberships" in text(html)
+    assert "members-grant" not in html
+    assert "/members/grant/" not in html
+    assert "Revoke" not in text(html)
+    assert "/members/export/" not in html
     grant = maria.post(_url(group, "grant/"), {"principal": "user:maria", "roles": ["admin"]})
     assert grant.status_code == 403
+    assert "change memberships: ask one of them" in text(grant.content.decode())
     assert maria.post(_url(group, "revoke/"), {"principal": "agent:w2"}).status_code == 403
     assert maria.get(_url(group, "export/")).status_code == 403
     assert _head(group) == head

@@ -267,7 +267,17 @@ class WorkItemSerializer(serializers.Serializer):
     approvals = serializers.ListField(child=serializers.CharField())
     history = serializers.ListField(child=serializers.DictField())
     lease_history = LeaseSerializer(many=True, help_text="closed leases, oldest first")
-    attempts = serializers.IntegerField()
+    attempts = serializers.IntegerField(
+        help_text="fresh attempts: a start that resumes after a released checkpoint, a block "
+        "or a replaced session continues the attempt it stopped (R11.4-08, issue 35)"
+    )
+    resumes_attempt = serializers.BooleanField(
+        help_text="the owner stopped on purpose: its next start resumes the same attempt"
+    )
+    blocked_for = serializers.DictField(
+        allow_null=True,
+        help_text="while blocked by its owner: {resolution, by, at} (R11.4-04)",
+    )
     retry_at = serializers.CharField(allow_null=True, help_text="a retry's backoff (R11.4-08)")
     last_checkpoint = serializers.DictField(allow_null=True)
     late_results = serializers.IntegerField()

@@ -384,3 +384,24 @@ def test_the_page_s_bars_and_timers_are_labelled_for_assistive_technology(
     assert budgets.count("<caption>") == budgets.count("<table") == 2
     assert budgets.count("<progress") == budgets.count("aria-label=") > 0
     assert 'role="timer"' in element(body, "data-field", "expiry")
+
+
+def test_a_blocked_item_says_what_it_needs_who_stopped_and_that_it_resumes(
+    dash: Dashboard,
+) -> None:
+    """R11.4-04, issue 35 §3: the owner's block is said once, in words, above the cards — who
+    blocked, what it needs, that the slot was freed and the work resumes from its checkpoint;
+    an unblock takes the note away."""
+    world = dash.world
+    item = wf.queued(world, wf.mission(world), contract=example_contract())
+    lease = wf.start(world, item)
+    wf.block(world, item, lease, "Read access to the finance archive")
+
+    note = element(item_page(dash, item), "data-field", "blocked-for")
+    assert "Blocked by" in text(note)
+    assert "Read access to the finance archive" in text(note)
+    assert "resumes from its last checkpoint" in text(note)
+    assert world.w2.principal not in text(note)  # a name, not a principal
+
+    wf.submit(world.w1, world.group, "work.unblock", {"work_item": item, "to": "queued"})
+    assert 'data-field="blocked-for"' not in item_page(dash, item)

@@ -153,6 +153,17 @@ def checkpoint(world: World, item: str, lease: str, ref: str = "ckpt-1") -> Outc
     return submit(world.w2, world.group, "work.checkpoint", body)
 
 
+def block(world: World, item: str, lease: str, resolution: str, ref: str = "blk-1") -> Outcome:
+    """w2 blocks: checkpoint, ``work.blocked`` with what it needs, the slot freed (R11.4-04)."""
+    body = {
+        "work_item": item,
+        "lease_id": lease,
+        "required_resolution": resolution,
+        "checkpoint": {"ref": ref, "state_digest": sha256_digest(ref.encode()), "artifacts": []},
+    }
+    return submit(world.w2, world.group, "work.block", body)
+
+
 def reassign(group: str, item: str, *, epoch: int = 1, reason: str = "lease_expired") -> Outcome:
     """What the Celery sweep submits once ``item`` is due (R11.5-01), with its command id."""
     return submit_authority_command(

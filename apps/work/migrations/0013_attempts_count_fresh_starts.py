@@ -1,9 +1,10 @@
 """Issue 35: a retry policy counts fresh attempts only.
 
 A ``work.started`` that resumes after a deliberate stop (a released checkpoint, a block, a
-replaced session) no longer counts as a new attempt, so every WorkItem's ``attempts`` (and its
-new ``resumes_attempt``) are recomputed by replaying each group's log with the current rules:
-projections are rebuildable by replay, and this is the one place that needs it. The logs
+replaced session) no longer counts as a new attempt, so every WorkItem's ``attempts`` (with the
+new ``resumes_attempt``, and ``blocked_for``: what a blocked item waits for) are recomputed by
+replaying each group's log with the current rules: projections are rebuildable by replay, and
+this is the one place that needs it. The logs
 themselves are untouched. With no group yet (a fresh database) there is nothing to do.
 """
 

@@ -334,6 +334,11 @@ def _blocked(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         state=S.BLOCKED,
         lease=_close_lease(item, "released", fact),
         blocked_at=fact.recorded_at,
+        blocked_for={
+            "resolution": fact.payload["required_resolution"],
+            "by": fact.actor,
+            "at": fact.recorded_at,
+        },
         last_checkpoint=_checkpoint(fact),
         resumes_attempt=True,
     )
@@ -346,6 +351,7 @@ def _unblocked(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         item,
         state=p["to"],
         blocked_at=None,
+        blocked_for=None,
         start_deadline=p.get("start_deadline", item.start_deadline),
     )
     return _fence(item, fact) if p["to"] == S.OPEN else item
@@ -557,6 +563,7 @@ def _reassigned(item: WorkItem, fact: Fact, key: StateKey) -> WorkItem:
         item,
         state=S.OPEN,
         blocked_at=None,
+        blocked_for=None,
         reassignments=item.reassignments + 1,
         resumes_attempt=False,
     )

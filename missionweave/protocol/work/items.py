@@ -124,6 +124,9 @@ class WorkItem:
     attempts: int = 0
     late_results: int = 0
     blocked_at: str | None = None
+    #: what the owner's ``work.blocked`` waits for, who blocked and when (R11.4-04): the
+    #: screens say it in words; cleared when the item is unblocked or reassigned
+    blocked_for: dict[str, Any] | None = None
     history: tuple[tuple[int, str, str], ...] = ()
     #: closed execution leases, oldest first (R11.3-03 renewal history; R11.5-10 windows)
     lease_history: tuple[Lease, ...] = ()
@@ -253,6 +256,7 @@ class WorkItem:
             "attempts": self.attempts,
             "late_results": self.late_results,
             "blocked_at": self.blocked_at,
+            "blocked_for": self.blocked_for,
             "history": [
                 {"sequence": sequence, "type": type_, "actor": actor}
                 for sequence, type_, actor in self.history
@@ -324,6 +328,7 @@ class WorkItem:
             attempts=data.get("attempts", 0),
             late_results=data.get("late_results", 0),
             blocked_at=data.get("blocked_at"),
+            blocked_for=data.get("blocked_for"),
             history=tuple(
                 (entry["sequence"], entry["type"], entry["actor"])
                 for entry in data.get("history", ())

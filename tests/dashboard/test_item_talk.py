@@ -67,6 +67,9 @@ def test_a_mission_owner_answers_the_workers_question_from_the_page(dash: Dashbo
     asked = element(html, "id", f"message-{question}")
     assert "open question" in text(asked)
     assert "no worker can take this work on" in text(element(html, "data-field", "open-questions"))
+    waiting = element(html, "data-field", "questions-waiting")  # said above the cards too
+    assert "A question waits for an answer" in text(waiting)
+    assert 'href="#conversation"' in waiting
     form = element(asked, "data-field", "reply-form")
     assert "Your answer" in text(form)
     fields = hidden_fields(form)
@@ -78,6 +81,7 @@ def test_a_mission_owner_answers_the_workers_question_from_the_page(dash: Dashbo
     )
     assert response.status_code == 200
     after = response.content.decode()
+    assert 'data-field="questions-waiting"' not in after
     assert "the question is settled" in after
     event = last_event(dash.world.group)
     assert event["type"] == "work.message_posted"

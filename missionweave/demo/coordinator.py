@@ -131,6 +131,7 @@ def plan(scene: Scene) -> list[Step]:
             moving += bool(next_steps) or _in_hand(item, scene.now)
             steps += next_steps
         steps += authorize_new_missions(scene, group)
+        steps += summarise_missions(scene, group)
     if moving < MOVING_TARGET and not steps:
         steps += new_mission(scene)
     return steps
@@ -311,6 +312,41 @@ def authorize_plan(scene: Scene, group: str, mission: str, goal: str, *, gate: b
         body = {"work_item": ids[0], "child": child, "failure_policy": "block_parent"}
         steps.append(Step(group, "mission.create_child", body))
     return steps
+
+
+def summarise_missions(scene: Scene, group: str) -> list[Step]:
+    """R13.3: once a mission's plan is in the log, its context package (version 1): the
+    WorkItems, the plan as a decision, the deadline as a constraint — what an agent joining
+    the work reads instead of the whole history; the mission page lists it."""
+    view = scene.views[group]
+    steps: list[Step] = []
+    for mission in view.missions():
+        package_id = f"ctx-{mission.id}"
+        if not _ours(mission.id) or mission.state != "active" or view.has_context(package_id):
+            continue
+        items = sorted(item.id for item in view.work_items() if item.mission == mission.id)
+        if not items:
+            continue
+        package = {
+            "id": package_id,
+            "version": 1,
+            "mission": mission.id,
+            "work_items": items,
+            "event_range": [1, view.sequence],
+            "artifacts": [],
+            "decisions": [f"Plan: {', then '.join(_plan_words(group))}."],
+            "constraints": [f"Finish within {HORIZON.days} days."],
+            "open_questions": [],
+            "generator": scene.me,
+            "created_at": format_timestamp(scene.now),
+        }
+        steps.append(Step(group, "context.publish", {"package": package}))
+    return steps
+
+
+def _plan_words(group: str) -> list[str]:
+    layout = LAB_PLAN if group == LAB else MAIN_PLAN
+    return [goal.split(":")[0].lower() for _suffix, goal, _deps in layout]
 
 
 def new_mission(scene: Scene) -> list[Step]:

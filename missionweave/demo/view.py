@@ -28,10 +28,16 @@ class GroupState:
     def __init__(self, group: str) -> None:
         self.group = group
         self.state: dict[StateKey, Any] = {}
+        #: the sequence of the last event folded (a context package's range ends there)
+        self.sequence = 0
 
     def fold(self, event: dict[str, Any]) -> None:
         """Fold one wire.md §6 event document, the next in the group's order."""
         decider.apply(self.state, Fact.of_event(event))
+        self.sequence = int(event["sequence"])
+
+    def has_context(self, package_id: str) -> bool:
+        return ("context", package_id) in self.state
 
     def work_items(self) -> Iterator[WorkItem]:
         for (kind, _key), value in self.state.items():

@@ -106,6 +106,30 @@ def test_missions_arrive_when_work_runs_low_and_every_other_one_spans_both_group
     assert {data["id"] for data in gated} == {story.COLLECT, story.REVOKE}
 
 
+def test_each_planned_mission_gets_its_context_package_once(
+    world, django_capture_on_commit_callbacks
+):
+    """R13.3-01..04: once a mission's WorkItems are in the log, the coordinator publishes its
+    context package (version 1, signed by the authority), naming those WorkItems and a range
+    of events that exist; later beats publish no second version."""
+    sent = play(world, 12, django_capture_on_commit_callbacks)
+
+    assert all(answer.startswith("ok") for _step, answer in sent), sent
+    published = [step for step, _answer in sent if step.type == "context.publish"]
+    assert published
+    ids = [step.body["package"]["id"] for step in published]
+    assert len(ids) == len(set(ids))  # once per mission
+    package = published[0].body["package"]
+    mission = package["mission"]
+    items = set(
+        WorkItem.objects.filter(group_id=published[0].group, mission=mission).values_list(
+            "work_item_id", flat=True
+        )
+    )
+    assert set(package["work_items"]) == items
+    assert package["event_range"][0] == 1 <= package["event_range"][1]
+
+
 def submitted(world, work_item: str) -> None:
     """A g-demo WorkItem authorised, offered, done by worker 1 and submitted with its report;
     the authority has checked it and asked the reviewer agent (R13.2-03 steps 1-3)."""

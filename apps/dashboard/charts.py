@@ -198,9 +198,11 @@ def render_chart(line: BudgetLine, points: Sequence[UsagePoint], *, chart_id: st
     if first is not None and last is not None:
         labels = axis_labels(first, last)
         if len(labels) == 1:
+            # every charge at one time: the label under the plot's middle, where it has room
+            # on both sides (at the first point's x it was cut in half at the left edge)
             parts.append(
-                f'<text class="chart__label" x="{_fmt(xs[0])}" y="{HEIGHT - 4}" '
-                f'text-anchor="middle">{labels[0]}</text>'
+                f'<text class="chart__label" x="{_fmt((PLOT_LEFT + PLOT_RIGHT) / 2)}" '
+                f'y="{HEIGHT - 4}" text-anchor="middle">{labels[0]}</text>'
             )
         else:
             parts.append(

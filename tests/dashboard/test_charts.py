@@ -149,3 +149,16 @@ def test_the_time_axis_never_says_the_same_thing_at_both_ends() -> None:
         [4, "2026-12-01T10:00:05Z", {"tokens": 20}],
     ]
     assert len(_labels(charts_by_dimension({}, {"tokens": 20}, one_moment)["tokens"].svg)) == 1
+
+
+def test_charges_at_one_moment_have_their_one_label_under_the_middle_of_the_plot() -> None:
+    """Seen in the demo: two charges in the same second drew the one label centred on the
+    first point, at the left edge, so half of it was cut off ("10:20 UTC")."""
+    one_moment = [
+        [3, "2026-12-07T03:10:20Z", {"tokens": 1500}],
+        [4, "2026-12-07T03:10:20Z", {"tokens": 3000}],
+    ]
+    svg = charts_by_dimension({}, {"tokens": 3000}, one_moment)["tokens"].svg
+    label = re.search(r'<text class="chart__label" x="([\d.]+)"[^>]*>12-07 03:10:20 UTC<', svg)
+    assert label is not None, svg
+    assert float(label.group(1)) == 160  # the middle of the 320-unit drawing

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP (API, dashboard) and the websocket stream ``/ws/v1/stream``.
+"""ASGI entry point: HTTP (API, dashboard), the websocket stream ``/ws/v1/stream`` and the
+dashboard bell's ``/ws/notifications/``.
 
 First, a request with too many or too large headers is refused (``apps.api.header_limit``).
 ``/api/v1/artifacts/`` is answered ahead of Django by ``apps.artifacts.asgi``, which reads an
@@ -26,6 +27,7 @@ from apps.api.body_guard import BodyGuard  # noqa: E402
 from apps.api.edge import CommandEdge  # noqa: E402
 from apps.api.header_limit import HeaderLimit  # noqa: E402
 from apps.artifacts.asgi import mount_artifacts  # noqa: E402
+from apps.notifications.consumers import BellConsumer  # noqa: E402
 from apps.stream.auth import StreamAuthMiddleware  # noqa: E402
 from apps.stream.consumers import StreamConsumer  # noqa: E402
 
@@ -35,7 +37,13 @@ application = HeaderLimit(
             {
                 "http": CommandEdge(BodyGuard(django_asgi_app)),
                 "websocket": StreamAuthMiddleware(
-                    URLRouter([path("ws/v1/stream", StreamConsumer.as_asgi())])
+                    URLRouter(
+                        [
+                            path("ws/v1/stream", StreamConsumer.as_asgi()),
+                            # the dashboard's bell: a person's unread count, live (issue 36)
+                            path("ws/notifications/", BellConsumer.as_asgi()),
+                        ]
+                    )
                 ),
             }
         )

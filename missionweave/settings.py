@@ -12,8 +12,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from missionweave import mail_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Nothing here touches the disk: the folders below are made when the project starts
@@ -73,6 +76,7 @@ INSTALLED_APPS = [
     "apps.api",
     "apps.stream",
     "apps.dashboard",
+    "apps.notifications",
     "apps.demo",
     # login throttling (issue 16 §5): failed logins counted per user and per address
     "axes",
@@ -321,6 +325,28 @@ MWP_ARTIFACT_GC_INTERVAL_S = float(os.environ.get("MWP_ARTIFACT_GC_INTERVAL_S") 
 MWP_ARTIFACT_GC_APPLY = _flag("MWP_ARTIFACT_GC_APPLY", False)
 # --- end artifacts -----------------------------------------------------------------------
 
+# --- Notifications and email (issue 36; docs/deploy.md "Notifications and email") ----------
+# The mail server from EMAIL_URL; without it, each email is a file under var/mail
+# (missionweave/mail_settings.py).
+MAILERS = {"default": mail_settings.mailer(os.environ, VAR_DIR)}
+DEFAULT_FROM_EMAIL = mail_settings.from_address(os.environ)
+#: the address the links in emails start with
+MWP_PUBLIC_URL = os.environ.get("MWP_PUBLIC_URL", "http://127.0.0.1:8000")
+#: a start-by deadline this close (seconds) reminds the people who can still save it
+MWP_NOTIFY_DEADLINE_LEAD_S = float(os.environ.get("MWP_NOTIFY_DEADLINE_LEAD_S") or 600)
+#: the hour (UTC) the daily digest is sent
+MWP_NOTIFY_DIGEST_HOUR = int(os.environ.get("MWP_NOTIFY_DIGEST_HOUR") or 8)
+#: how often the beat catches up on the log and looks for near deadlines
+MWP_NOTIFY_INTERVAL_S = float(os.environ.get("MWP_NOTIFY_INTERVAL_S") or 15.0)
+MWP_NOTIFY_EMAIL_RETRIES = int(os.environ.get("MWP_NOTIFY_EMAIL_RETRIES") or 8)
+MWP_NOTIFY_EMAIL_BACKOFF_S = int(os.environ.get("MWP_NOTIFY_EMAIL_BACKOFF_S") or 2)
+# group hooks: chat and webhooks (apps/notifications/hook_delivery.py; docs/deploy.md)
+MWP_HOOK_RETRIES = int(os.environ.get("MWP_HOOK_RETRIES") or 6)
+MWP_HOOK_BACKOFF_S = float(os.environ.get("MWP_HOOK_BACKOFF_S") or 5)
+MWP_HOOK_TIMEOUT_S = float(os.environ.get("MWP_HOOK_TIMEOUT_S") or 10)
+MWP_HOOK_DISABLE_AFTER = int(os.environ.get("MWP_HOOK_DISABLE_AFTER") or 5)
+# --- end notifications ---------------------------------------------------------------
+
 # --- Celery ------------------------------------------------------------------------------
 # Time-driven sweeps (offer and lease expiry, deadlines) run in Celery workers, put on the
 # queue by ONE beat on a fixed interval. A sweep is periodic and conditional: it applies what
@@ -444,6 +470,35 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.artifacts.tasks.collect_artifacts",
         "schedule": MWP_ARTIFACT_GC_INTERVAL_S,
         "options": {"expires": max(60.0, MWP_ARTIFACT_GC_INTERVAL_S)},
+    },
+}
+# Notifications (issue 36; apps/notifications): catching up on the log, start-by reminders,
+# email resends, and the daily digest at MWP_NOTIFY_DIGEST_HOUR (UTC).
+CELERY_BEAT_SCHEDULE |= {
+    "notifications-catch-up": {
+        "task": "apps.notifications.tasks.catch_up",
+        "schedule": MWP_NOTIFY_INTERVAL_S,
+        "options": {"expires": max(60.0, 10 * MWP_NOTIFY_INTERVAL_S)},
+    },
+    "notifications-deadlines": {
+        "task": "apps.notifications.tasks.remind_deadlines",
+        "schedule": MWP_NOTIFY_INTERVAL_S,
+        "options": {"expires": max(60.0, 10 * MWP_NOTIFY_INTERVAL_S)},
+    },
+    "notifications-resend": {
+        "task": "apps.notifications.tasks.resend_pending",
+        "schedule": max(MWP_NOTIFY_INTERVAL_S, 30.0),
+        "options": {"expires": 120.0},
+    },
+    "notifications-hooks-resend": {
+        "task": "apps.notifications.hook_tasks.resend_pending",
+        "schedule": max(MWP_NOTIFY_INTERVAL_S, 30.0),
+        "options": {"expires": 120.0},
+    },
+    "notifications-digest": {
+        "task": "apps.notifications.tasks.send_digests",
+        "schedule": crontab(minute=0, hour=MWP_NOTIFY_DIGEST_HOUR),
+        "options": {"expires": 3600.0},
     },
 }
 # --- end Celery --------------------------------------------------------------------------

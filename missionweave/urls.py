@@ -20,5 +20,7 @@ urlpatterns = [
     path("metrics", health.prometheus_metrics, name="metrics"),
     path("api/v1/", include("apps.api.urls")),
     path("admin/", admin.site.urls),
+    path("notifications/", include("apps.notifications.urls")),
+    path("", include("apps.notifications.hook_urls")),
     path("", include("apps.dashboard.urls")),
 ]

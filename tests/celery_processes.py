@@ -323,6 +323,7 @@ def run_celery(
     embedded_beat: bool = True,
     channel_prefix: str | None = None,
     forget_queues: bool = True,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[CeleryProcesses]:
     """Run Celery workers and beats against ``database_name`` until the block exits.
 
@@ -330,6 +331,7 @@ def run_celery(
     demo does; otherwise ``beats`` separate ``celery beat`` processes, as in production. Two
     beats put every sweep on the queue twice (the "two sweeps at once" case). A restart after
     a crash passes the previous ``queue`` and ``state_dir`` (beat schedule files and logs).
+    ``extra_env`` adds to (or overrides) the processes' environment, e.g. ``EMAIL_URL``.
     """
     if embedded_beat and beats > workers:
         raise ValueError("an embedded beat needs a worker per beat")
@@ -343,6 +345,7 @@ def run_celery(
         state_dir=state_dir,
         channel_prefix=channel_prefix or queue,
     )
+    env.update(extra_env or {})
     processes = CeleryProcesses(queue=queue, state_dir=state_dir, client=_client(broker_url, queue))
     try:
         for index in range(workers):

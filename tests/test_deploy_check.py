@@ -46,6 +46,8 @@ def production_env() -> dict[str, str]:
         "ALLOWED_HOSTS": "mwp.example.org",
         "MWP_SSL_REDIRECT": "1",
         "MWP_HSTS_SECONDS": "31536000",
+        # where mail goes (issue 36): the embedded default's mail files are mail.E001
+        "EMAIL_URL": "smtp://mailer:secret@mail.example.org:587/?tls=True",
     }
 
 

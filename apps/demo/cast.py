@@ -152,8 +152,15 @@ class OlderDemo(Exception):
     """The demo database was made by an older version of the demo (``make clean`` resets)."""
 
 
+def demo_email(username: str) -> str:
+    """Every demo person has an address, so notifications are emailed (issue 36): to files
+    under ``var/mail`` unless ``EMAIL_URL`` names a server (``example.org`` is reserved)."""
+    return f"{username}@example.org"
+
+
 def _admin_user(password: str) -> Caller:
     user, _ = get_user_model().objects.get_or_create(username=ADMIN_USERNAME)
+    user.email = user.email or demo_email(ADMIN_USERNAME)
     user.is_staff = True
     user.is_superuser = True
     user.is_active = True
@@ -165,6 +172,7 @@ def _admin_user(password: str) -> Caller:
 def _person_user(person: Person, password: str) -> None:
     """The person's login, with the demo password (set again each run, like the admin's)."""
     user, _ = get_user_model().objects.get_or_create(username=person.username)
+    user.email = user.email or demo_email(person.username)
     user.is_active = True
     user.set_password(password)
     user.save()

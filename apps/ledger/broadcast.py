@@ -51,11 +51,17 @@ def announce_head(group_id: str, sequence: int) -> None:
     ``group_send`` is started on the loops its listeners run on, and any other layer is sent
     from a thread of its own.
     """
+    send_hint(group_channel(group_id), {"type": "group.head", "group": group_id, "head": sequence})
+
+
+def send_hint(channel: str, message: dict[str, Any]) -> None:
+    """Send ``message`` to the channel-layer group ``channel`` as :func:`announce_head` does
+    (never raises, never waits). ``message["head"]`` must grow: hints still waiting for the
+    sender are coalesced to the highest per channel (the notification bell's hints use it
+    too, ``apps.notifications.live``)."""
     layer = get_channel_layer()
     if layer is None:
         return
-    channel = group_channel(group_id)
-    message = {"type": "group.head", "group": group_id, "head": sequence}
     try:
         publisher = _publisher(layer)
         if publisher is not None:
@@ -65,7 +71,7 @@ def announce_head(group_id: str, sequence: int) -> None:
         else:
             _other_layers.submit(_send_from_this_thread, layer, channel, message)
     except Exception:  # a hint that cannot be sent is not an error of the command
-        logger.warning("could not announce head of %s", group_id, exc_info=True)
+        logger.warning("could not announce a hint on %s", channel, exc_info=True)
 
 
 #: the loops of this process on which a stream tail listens to the in-memory layer; its

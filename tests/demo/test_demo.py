@@ -337,7 +337,14 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
                 if _agents_did_the_work(events):
                     break
         # the screens a person opens first, on SQLite: every query must run there too
-        pages = _dashboard_pages(base, ["/", f"/groups/{cast.GROUP}/", "/reviews/"])
+        pages = _dashboard_pages(
+            base, ["/", f"/groups/{cast.GROUP}/", "/reviews/", "/notifications/"]
+        )
+        # issue 36: the people are told by email, into the folder the banner names
+        mail = tmp_path / "var" / "mail"
+        mail_deadline = time.monotonic() + 60
+        while not any(mail.glob("*.log")) and time.monotonic() < mail_deadline:
+            time.sleep(1)
     finally:
         demo.send_signal(signal.SIGTERM)
         demo.wait(timeout=90)
@@ -350,6 +357,8 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
     assert demo.returncode == 0, output
     assert "exited with status" not in output, output
     assert "Demo stopped." in output
+    assert f"Mail:       {mail}/" in output
+    assert any(mail.glob("*.log")), output
     subprocess.run(  # the projections equal a rebuild from the log (raises otherwise)
         [*manage, "rebuild_projections", "--verify"], cwd=ROOT, env=env, check=True, timeout=300
     )

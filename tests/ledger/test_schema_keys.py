@@ -35,6 +35,8 @@ GROUP_COLUMN_OF: dict[str, str] = {
 NOT_GROUP_SCOPED: dict[str, str] = {
     "auth_group_permissions": "Django's permission groups (auth.Group), not Mission Groups",
     "auth_user_groups": "Django's permission groups (auth.Group), not Mission Groups",
+    "notifications_notification": "a person's notifications (issue 36), read per person (the "
+    "bell, the digest) and kept with the person; its group only says what it is about",
 }
 
 #: the tables of this database's schema with a column whose name is LIKE the parameter

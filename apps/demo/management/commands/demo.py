@@ -100,7 +100,7 @@ class Command(BaseCommand):
         organisation: Organisation | None = None
         try:
             celery_log = Path(settings.VAR_DIR) / "celery.log"
-            celery = _start_celery(celery_log)
+            celery = _start_celery(celery_log, port)
             children.append(celery)
             self._wait_until_up(server, port)
             organisation = Organisation(
@@ -209,11 +209,22 @@ class Command(BaseCommand):
         for person in world.people:
             self.stdout.write(f"              {person.username:<10} ({person.does})")
         self.stdout.write(f"  Password:   {world.password}  (the same for everyone)")
+        self.stdout.write(f"  Mail:       {mail_destination()}")
         self.stdout.write(f"  API token:  {world.api_token}")
         self.stdout.write(
             f"  Try:        curl -H 'Authorization: Bearer {world.api_token}' "
             f"{url}/api/v1/groups/{world.group}/events"
         )
+
+
+def mail_destination() -> str:
+    """Where the notification emails go (issue 36): the embedded default's folder, one file
+    per email (``missionweave/mail_settings.py``), or the server ``EMAIL_URL`` names."""
+    mailer = settings.MAILERS["default"]
+    folder = mailer.get("OPTIONS", {}).get("file_path")
+    if mailer["BACKEND"].endswith("filebased.EmailBackend") and folder:
+        return f"{folder}/  (each email a file; EMAIL_URL sends them instead)"
+    return f"sent by {mailer['BACKEND'].rsplit('.', 2)[-2]} (EMAIL_URL)"
 
 
 def _server_command(port: int) -> list[str]:
@@ -239,7 +250,7 @@ def _server_env(port: int) -> dict[str, str]:
     return env
 
 
-def _start_celery(log_path: Path) -> subprocess.Popen:
+def _start_celery(log_path: Path, port: int) -> subprocess.Popen:
     """``celery -A missionweave worker -B``: one worker (one pool process) with beat inside.
 
     Production runs workers and one beat as separate processes (docs/protocol.md); one
@@ -249,6 +260,7 @@ def _start_celery(log_path: Path) -> subprocess.Popen:
     """
     env = dict(os.environ)
     env.setdefault("CELERY_BROKER_URL", "filesystem://")
+    env.setdefault("MWP_PUBLIC_URL", f"http://{HOST}:{port}")  # the links in its emails
     with log_path.open("wb") as log:
         return subprocess.Popen(
             [

@@ -37,6 +37,7 @@ from typing import Any
 
 from missionweave.protocol import states as S
 from missionweave.protocol.missions.model import Mission
+from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import WorkItem
 
@@ -390,8 +391,16 @@ def drafts_for(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
     return drafts
 
 
+def clock_words(timestamp: str) -> str:
+    """A wire timestamp as people read it in a sentence, ``Dec 7, 03:24 UTC`` (the stored
+    text is read in an email as well as on a page, so it names its zone)."""
+    moment = parse_timestamp(timestamp)
+    return f"{moment:%b} {moment.day}, {moment:%H:%M} UTC"
+
+
 def deadline_drafts(facts: Facts, deadline: str, minutes_left: int, name: Namer) -> list[Draft]:
     """The start-by reminder of ``facts.item`` (``deadlines``): once per item and deadline."""
+    by = clock_words(deadline)
     item = facts.item
     if item is None:
         return []
@@ -400,14 +409,14 @@ def deadline_drafts(facts: Facts, deadline: str, minutes_left: int, name: Namer)
         who = may_still_approve(item, facts.people)
         body = (
             f"It still waits for execution approval ({len(item.approvals)} of "
-            f"{approvals_required(item)}). If it has not started by {deadline}, it is "
+            f"{approvals_required(item)}). If it has not started by {by}, it is "
             "taken from its worker and offered again."
         )
     else:
         who = facts.people.with_role(MISSION_OWNER)
         body = (
             f"{name(item.owner or '')} has not started it. If it has not started by "
-            f"{deadline}, it is taken from its worker and offered again."
+            f"{by}, it is taken from its worker and offered again."
         )
     return _drafts(
         who,

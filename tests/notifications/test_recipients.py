@@ -221,8 +221,10 @@ def test_the_deadline_reminder_asks_those_whose_approval_it_waits_on() -> None:
     assert told(drafts) == {"deadline_near": [OMAR, OTTO]}
     assert {d.key for d in drafts} == {"wi-1@2026-12-07T10:00:00Z"}
     assert "within 7 min" in drafts[0].title
+    assert "If it has not started by Dec 7, 10:00 UTC," in drafts[0].body  # words, not wire
+    assert "T10:00" not in drafts[0].body
     approved = item(approvals=(OLGA, OMAR))
-    assert told(deadline_drafts(facts(item=approved), "x", 3, name)) == {
+    assert told(deadline_drafts(facts(item=approved), "2026-12-07T10:00:00Z", 3, name)) == {
         "deadline_near": [OLGA, OMAR, OTTO]
     }
 

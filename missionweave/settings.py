@@ -345,6 +345,8 @@ MWP_HOOK_RETRIES = int(os.environ.get("MWP_HOOK_RETRIES") or 6)
 MWP_HOOK_BACKOFF_S = float(os.environ.get("MWP_HOOK_BACKOFF_S") or 5)
 MWP_HOOK_TIMEOUT_S = float(os.environ.get("MWP_HOOK_TIMEOUT_S") or 10)
 MWP_HOOK_DISABLE_AFTER = int(os.environ.get("MWP_HOOK_DISABLE_AFTER") or 5)
+# hooks reach public addresses only unless this is set (apps/notifications/hook_targets.py)
+MWP_HOOK_ALLOW_PRIVATE = os.environ.get("MWP_HOOK_ALLOW_PRIVATE", "") == "1"
 # --- end notifications ---------------------------------------------------------------
 
 # --- Celery ------------------------------------------------------------------------------

@@ -48,6 +48,11 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["MWP_ARTIFACT_DIR"] = folder
         config.stash[_ARTIFACT_DIR_MADE] = Path(folder)
     django_settings.MWP_ARTIFACT_DIR = Path(folder)
+    # The hook tests' receivers listen on 127.0.0.1: let every process of the run reach them
+    # (a deployment keeps hooks to public addresses; tests/notifications/test_hook_targets.py
+    # turns this off again to prove it)
+    os.environ["MWP_HOOK_ALLOW_PRIVATE"] = "1"
+    django_settings.MWP_HOOK_ALLOW_PRIVATE = True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

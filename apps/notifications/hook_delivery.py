@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import facts, hook_signing
+from . import facts, hook_signing, hook_targets
 from .hook_models import DeliveryAttempt, GroupHook, HookKind, HookMessage
 from .hook_outbox import TEST
 from .kinds import Kind
@@ -107,6 +107,10 @@ def notify_chat(hook: GroupHook, message: HookMessage) -> Outcome:
 
 
 def send(hook: GroupHook, message: HookMessage) -> Outcome:
+    try:  # checked again at each send: a name may resolve elsewhere since it was saved
+        hook_targets.check(hook.kind, hook.url)
+    except hook_targets.BadTarget as refused:
+        return Outcome(ok=False, error=str(refused))
     if hook.kind == HookKind.WEBHOOK:
         return post_webhook(hook, message)
     return notify_chat(hook, message)

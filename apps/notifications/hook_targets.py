@@ -10,9 +10,11 @@ the host is a real name (a token in the host's place is replaced by ``…``).
 from __future__ import annotations
 
 import ipaddress
+import socket
 from urllib.parse import urlsplit
 
 import apprise
+from django.conf import settings
 
 from .hook_models import HookKind
 
@@ -21,6 +23,35 @@ WEBHOOK_SCHEMES = ("http", "https")
 
 class BadTarget(ValueError):
     """The URL cannot be used for this kind of hook; the message says why in words."""
+
+
+def _private(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    return not ip.is_global or ip.is_multicast
+
+
+def refuse_private(url: str) -> None:
+    """A hook must not reach the server's own network (loopback, private, link-local and
+    other non-public addresses): a group admin would otherwise use the server to probe
+    services nobody outside can reach (server-side request forgery). Every address the host
+    resolves to is checked, when the hook is saved and again before each send (a name may
+    resolve elsewhere later). ``MWP_HOOK_ALLOW_PRIVATE=1`` lifts it, for a receiver on the
+    same network by design (and the tests' local receivers)."""
+    if settings.MWP_HOOK_ALLOW_PRIVATE:
+        return
+    _scheme, host, port = _split(url)
+    if not host:
+        return  # a service URL (slack://…) whose endpoint Apprise fixes
+    try:
+        found = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError):
+        raise BadTarget(f"The host {host} cannot be found.") from None
+    if any(_private(str(entry[4][0])) for entry in found):
+        raise BadTarget(
+            f"{host} is an address of a private network (or this server itself): hooks go "
+            "to public addresses only. An operator can allow private ones with "
+            "MWP_HOOK_ALLOW_PRIVATE=1."
+        )
 
 
 def _host_shown(host: str) -> str:
@@ -56,6 +87,7 @@ def check(kind: str, url: str) -> str:
                 "A webhook's URL starts with https:// (or http://) and names a host, "
                 "e.g. https://hooks.example.org/missionweave."
             )
+        refuse_private(url)
         return url
     if kind == HookKind.CHAT:
         if apprise.Apprise.instantiate(url) is None:
@@ -64,6 +96,8 @@ def check(kind: str, url: str) -> str:
                 "workflows://… (Teams), matrix://… or json://host/path: see docs/deploy.md, "
                 "“Chat and webhooks”."
             )
+        if _split(url)[0] in ("json", "jsons", "xml", "xmls", "form", "forms"):
+            refuse_private(url)  # Apprise's generic posts go to the host the URL names
         return url
     raise BadTarget("Choose chat or webhook.")
 

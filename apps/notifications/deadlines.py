@@ -2,6 +2,13 @@
 deadline falls within ``MWP_NOTIFY_DEADLINE_LEAD_S`` tells the people who can still save it,
 once per item and deadline (the key ``<work_item>@<deadline>``; a new deadline after a
 reassignment is a new reminder). The beat runs it; a doubled run changes nothing.
+
+An item that waits for people's execution approval is worth a reminder as soon as its
+deadline is within the lead time: only they can save it. One that waits for nothing but its
+worker is reminded only once half of its start window has gone by: the default window (10
+min) is no longer than the default lead, so every item a worker was about to start would
+otherwise make a reminder the moment it was accepted (seen in the demo: most reminders were
+of work that started seconds later).
 """
 
 from __future__ import annotations
@@ -15,11 +22,13 @@ from django.utils import timezone
 
 from apps.work.models import WorkItem
 from missionweave.protocol import states as S
+from missionweave.protocol.work.checks import START_WINDOW
 from missionweave.protocol.work.items import START_DEADLINE_MISSED
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from . import facts
 from .producing import Produced, Recipients, store
-from .recipients import Facts, deadline_drafts
+from .recipients import Facts, deadline_drafts, waiting_for_approval
 
 LIMIT = 500
 
@@ -40,7 +49,10 @@ def remind(*, lead_s: float | None = None) -> Produced:
         item = row.to_state()
         if item.start_deadline is None:
             continue
-        minutes = max(1, math.ceil((row.due_at - now).total_seconds() / 60))
+        remaining_s = (row.due_at - now).total_seconds()
+        if not worth_a_reminder(item, remaining_s):
+            continue
+        minutes = max(1, math.ceil(remaining_s / 60))
         found = Facts(
             group=row.group_id,
             group_name=facts.group_name(row.group_id),
@@ -51,3 +63,13 @@ def remind(*, lead_s: float | None = None) -> Produced:
         with transaction.atomic():
             store(drafts, row.group_id, book, done)
     return done
+
+
+def worth_a_reminder(item: WorkItemState, remaining_s: float) -> bool:
+    """Whether ``remaining_s`` before its start-by deadline ``item`` is worth telling people
+    about (see the module doc): at once while it waits for their approval, else once half
+    its start window has gone by without a start."""
+    if waiting_for_approval(item):
+        return True
+    window_s = item.start_window_s or START_WINDOW.total_seconds()
+    return remaining_s <= window_s / 2

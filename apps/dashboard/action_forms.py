@@ -1,5 +1,6 @@
-"""What the forms that create and end work share (issue 36 §5): who may, in words, and a
-refusal's field paths turned into errors next to the fields that caused them.
+"""What the forms that create and end work share (issue 36 §5): who may, in words, the
+optional short id field, and a refusal's field paths turned into errors next to the fields
+that caused them.
 
 Create a mission, add a WorkItem from a contract, cancel a WorkItem and send work back at the
 final approval each live in a module of their own; this one only holds the two questions
@@ -11,45 +12,48 @@ technical details.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from django import forms
 from django.http import HttpRequest
 
 from apps.ledger import preview
 from apps.ledger.write_path import Caller
-from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.errors import ProtocolError
+from missionweave.protocol.identifiers import ID_PATTERN
 
-_ROLE_NAMES = {
-    "admin": ("an admin", "admins"),
-    "mission_owner": ("a mission owner", "mission owners"),
-    "coordinator": ("a coordinator", "coordinators"),
-    "worker": ("a worker", "workers"),
-    "reviewer": ("a reviewer", "reviewers"),
-    "observer": ("an observer", "observers"),
-}
+from .role_words import who_can
 
-
-def _joined(parts: list[str]) -> str:
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def who_can(command: str, doing: str, roles: Iterable[str]) -> str:
-    """ "Only coordinators add WorkItems; you are a mission owner.", from the command table's
-    roles (wire.md §9): the very roles the write path checks."""
-    permitted = sorted(COMMANDS[command].roles)
-    allowed = _joined([_ROLE_NAMES.get(r, ("", f"{r}s"))[1] for r in permitted])
-    held = _joined([_ROLE_NAMES.get(r, (f"a {r}", ""))[0] for r in roles])
-    return f"Only {allowed} {doing}; you are {held or 'not a member'}."
+#: ``who_can`` lives in ``role_words`` (every screen words roles the same way); the forms
+#: ask it of this module with the rest
+__all__ = [
+    "FieldProblem",
+    "errors_by_field",
+    "field_problems",
+    "mark_fields",
+    "may",
+    "short_id_field",
+    "who_can",
+]
 
 
 def may(request: HttpRequest, group: str, command: str) -> bool:
     """Whether the signed-in person's roles in ``group`` may issue ``command`` now, as the
     write path would judge them (a reason to show a form, never a permission)."""
     return command in preview.permitted(Caller.for_user(request.user), group, [command])
+
+
+def short_id_field() -> forms.RegexField:
+    """The optional short id a person may give what they create (a mission, a WorkItem):
+    the protocol's identifier pattern (``ID_PATTERN``); left empty, the form makes one up."""
+    return forms.RegexField(
+        label="Short id (optional)",
+        regex=ID_PATTERN,
+        max_length=100,
+        required=False,
+        error_messages={"invalid": "use letters, digits, dots, dashes, underscores or colons"},
+    )
 
 
 @dataclass(frozen=True)
@@ -92,3 +96,13 @@ def errors_by_field(
         else:
             placed.setdefault(name, []).append(problem.message)
     return placed, unplaced
+
+
+def mark_fields(form: forms.Form, error: ProtocolError, fields: Mapping[str, str]) -> bool:
+    """Put each of the refusal's problems that names one of ``fields`` beside that field of
+    the bound ``form`` (``errors_by_field``); whether any was placed."""
+    placed, _unplaced = errors_by_field(error, fields)
+    for name, problems in placed.items():
+        for problem in problems:
+            form.add_error(name, problem)
+    return bool(placed)

@@ -27,7 +27,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import ID_PATTERN
 
 from .access import access_membership
-from .action_forms import errors_by_field, may, who_can
+from .action_forms import mark_fields, may, short_id_field, who_can
 from .actions import new_command_id, submit_form_command
 from .decision_forms import membership_or_none, not_a_member, typed_from
 from .refusal_words import plain_refusal
@@ -73,13 +73,7 @@ class MissionCreateForm(forms.Form):
         max_length=10_000,
         widget=forms.Textarea({"rows": 3, "placeholder": "What the mission is to achieve"}),
     )
-    mission = forms.RegexField(
-        label="Short id (optional)",
-        regex=ID_PATTERN,
-        max_length=100,
-        required=False,
-        error_messages={"invalid": "use letters, digits, dots, dashes, underscores or colons"},
-    )
+    mission = short_id_field()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -158,10 +152,7 @@ def _refused(
 ) -> HttpResponse:
     """The page again: the reason in words, each named field's problem beside it, what was
     typed kept (the bound form), and a fresh command id so the corrected form is new."""
-    placed, _unplaced = errors_by_field(error, FIELD_OF_PATH)
-    for name, problems in placed.items():
-        for problem in problems:
-            form.add_error(name, problem)
+    placed = mark_fields(form, error, FIELD_OF_PATH)
     if error.code == ErrorCode.FORBIDDEN:
         words = who_can(CREATE, "create missions", membership.roles)
     elif error.code == ErrorCode.ALREADY_EXISTS or "already exists" in error.message:

@@ -28,12 +28,12 @@ from apps.ledger.models import Event
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
-from missionweave.protocol.commands import COMMANDS
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.schedule import DISCLOSE
 
 from .charts import BudgetChart, budget_charts
 from .graph import GraphLayout, GraphNode, layout
+from .role_words import who_can
 from .timeline import event_family
 from .work import Viewer
 
@@ -257,36 +257,11 @@ def progress_rows(items: Iterable[ItemSummary]) -> tuple[ItemSummary, ...]:
 
 # --- saying what is possible -------------------------------------------------------------
 
-_ROLE_NAMES = {
-    "admin": ("an admin", "admins"),
-    "mission_owner": ("a mission owner", "mission owners"),
-    "coordinator": ("a coordinator", "coordinators"),
-    "worker": ("a worker", "workers"),
-    "reviewer": ("a reviewer", "reviewers"),
-    "observer": ("an observer", "observers"),
-}
-
-
-def _one(role: str) -> str:
-    return _ROLE_NAMES.get(role, (f"a {role}", ""))[0]
-
-
-def _many(role: str) -> str:
-    return _ROLE_NAMES.get(role, ("", f"{role}s"))[1]
-
-
-def _words(parts: Sequence[str]) -> str:
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
 
 def who_may(command: str, verb: str, membership: MembershipState | None) -> str:
     """ "Only mission owners approve a mission; you are a reviewer.", from the command
     table's roles (wire.md §9) — the very roles the write path checks."""
-    allowed = _words([_many(role) for role in sorted(COMMANDS[command].roles)])
-    roles = _words([_one(role) for role in (membership.roles if membership else ())])
-    return f"Only {allowed} {verb} a mission; you are {roles or 'not a member'}."
+    return who_can(command, f"{verb} a mission", membership.roles if membership else ())
 
 
 def unfinished_sentence(unfinished: Sequence[str]) -> str:

@@ -16,18 +16,10 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.work.assessment import INTEGRITY
 
 from .refusal_words import plain_refusal
+from .role_words import holders, one_holder, words
 
 #: refusals that only hold a decision for now: the button shows, disabled, with the reason
 WAITING = frozenset({ErrorCode.REVIEW_RESERVED, ErrorCode.CHECKS_PENDING, ErrorCode.CHECKS_FAILED})
-
-_ROLE_NAMES = {
-    "admin": ("an admin", "admins"),
-    "mission_owner": ("a mission owner", "mission owners"),
-    "coordinator": ("a coordinator", "coordinators"),
-    "worker": ("a worker", "workers"),
-    "reviewer": ("a reviewer", "reviewers"),
-    "observer": ("an observer", "observers"),
-}
 
 #: what each review action is, in a sentence ("Only coordinators … <verb>")
 _VERBS = {
@@ -38,16 +30,9 @@ _VERBS = {
 }
 
 
-def words(parts: Sequence[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def roles_text(roles: Sequence[str]) -> str:
     """ "a reviewer and an observer" (a role the table does not name is said as it is)."""
-    named = [_ROLE_NAMES.get(role, (f"a {role.replace('_', ' ')}", ""))[0] for role in roles]
+    named = [one_holder(role) for role in roles]
     return words(named) or "a member without a role"
 
 
@@ -96,7 +81,7 @@ def refusal_text(
     if code == ErrorCode.FORBIDDEN:
         allowed = _listed(refusal.details, "allowed_roles")
         if allowed:
-            many = words([_ROLE_NAMES.get(r, ("", r.replace("_", " ") + "s"))[1] for r in allowed])
+            many = words([holders(role) for role in allowed])
             verb = _VERBS.get(command, "do this")
             return f"Only {many} {verb}; you are {roles_text(roles)} in this group."
         if "human_review" in refusal.message:

@@ -44,7 +44,14 @@ from missionweave.protocol.identifiers import ID_PATTERN
 from missionweave.protocol.timefmt import format_timestamp
 
 from .access import access_membership
-from .action_forms import FieldProblem, errors_by_field, field_problems, may, who_can
+from .action_forms import (
+    FieldProblem,
+    field_problems,
+    mark_fields,
+    may,
+    short_id_field,
+    who_can,
+)
 from .actions import new_command_id, submit_form_command
 from .decision_forms import membership_or_none, not_a_member, typed_from
 from .refusal_words import plain_refusal
@@ -77,13 +84,7 @@ class AddWorkItemForm(forms.Form):
             }
         ),
     )
-    work_item = forms.RegexField(
-        label="Short id (optional)",
-        regex=ID_PATTERN,
-        max_length=100,
-        required=False,
-        error_messages={"invalid": "use letters, digits, dots, dashes, underscores or colons"},
-    )
+    work_item = short_id_field()
     depends_on = forms.MultipleChoiceField(
         label="Waits for", required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -266,10 +267,7 @@ def _refused(
         for problem in field_problems(error)
         if problem.path.startswith("$.contract")
     ]
-    placed, _rest = errors_by_field(error, _FIELD_OF_PATH)
-    for name, said in placed.items():
-        for message in said:
-            form.add_error(name, message)
+    placed = mark_fields(form, error, _FIELD_OF_PATH)
     if error.code == ErrorCode.FORBIDDEN:
         words = who_can(AUTHORIZE, "add WorkItems", membership.roles)
     elif error.code == ErrorCode.DEPENDENCY_CYCLE:

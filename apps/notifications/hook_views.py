@@ -14,6 +14,8 @@ webhook's signing secret is shown once, on the page right after it was made.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django import forms
@@ -35,6 +37,8 @@ from .models import Delivery
 
 RECENT = 20
 SHOWN_ONCE_SESSION_KEY = "hook-secret-"
+#: a view of one hook, once ``_admins_hook`` found its group and it
+HookView = Callable[[HttpRequest, Group, GroupHook], HttpResponse]
 
 
 class HookForm(forms.Form):
@@ -99,6 +103,20 @@ def _hook(group: Group, hook_id: int) -> GroupHook:
     return hook
 
 
+def _admins_hook(view: HookView) -> Callable[[HttpRequest, str, int], HttpResponse]:
+    """A view of one hook, for those who manage the group's hooks: 404 for a non-member or
+    a hook of another group, the page naming the admins for a member who is not one."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, group: str, hook: int) -> HttpResponse:
+        found, manages = _group_and_rights(request, group)
+        if not manages:
+            return _only_admins(request, found)
+        return view(request, found, _hook(found, hook))
+
+    return checked
+
+
 def _page(request: HttpRequest, group: Group, form: HookForm, status: int = 200) -> HttpResponse:
     rows = list(GroupHook.objects.filter(group=group).order_by("name"))
     secrets_shown = {
@@ -150,11 +168,8 @@ def hooks_page(request: HttpRequest, group: str) -> HttpResponse:
 
 @login_required
 @never_cache
-def hook_detail(request: HttpRequest, group: str, hook: int) -> HttpResponse:
-    found, manages = _group_and_rights(request, group)
-    if not manages:
-        return _only_admins(request, found)
-    row = _hook(found, hook)
+@_admins_hook
+def hook_detail(request: HttpRequest, found: Group, row: GroupHook) -> HttpResponse:
     deliveries = list(
         Delivery.objects.filter(hook_message__hook=row)
         .select_related("hook_message")
@@ -185,11 +200,8 @@ def hook_detail(request: HttpRequest, group: str, hook: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def hook_test(request: HttpRequest, group: str, hook: int) -> HttpResponse:
-    found, manages = _group_and_rights(request, group)
-    if not manages:
-        return _only_admins(request, found)
-    row = _hook(found, hook)
+@_admins_hook
+def hook_test(request: HttpRequest, found: Group, row: GroupHook) -> HttpResponse:
     token = (request.POST.get("token") or uuid.uuid4().hex)[:64]
     sender = facts.display_name(f"user:{request.user.get_username()}")
     hooks.send_test(row, sender, token)
@@ -201,11 +213,8 @@ def hook_test(request: HttpRequest, group: str, hook: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def hook_enable(request: HttpRequest, group: str, hook: int) -> HttpResponse:
-    found, manages = _group_and_rights(request, group)
-    if not manages:
-        return _only_admins(request, found)
-    row = _hook(found, hook)
+@_admins_hook
+def hook_enable(request: HttpRequest, found: Group, row: GroupHook) -> HttpResponse:
     hooks.turn_on(row)
     messages.success(request, f"“{row.name}” is on again.")
     return HttpResponseRedirect(reverse("hooks:page", args=[found.pk]) + f"#hook-{row.pk}")
@@ -214,12 +223,9 @@ def hook_enable(request: HttpRequest, group: str, hook: int) -> HttpResponse:
 @login_required
 @never_cache
 @require_http_methods(["GET", "POST"])
-def hook_delete(request: HttpRequest, group: str, hook: int) -> HttpResponse:
+@_admins_hook
+def hook_delete(request: HttpRequest, found: Group, row: GroupHook) -> HttpResponse:
     """Asked first on a page of its own; its "Yes, delete" button deletes."""
-    found, manages = _group_and_rights(request, group)
-    if not manages:
-        return _only_admins(request, found)
-    row = _hook(found, hook)
     if request.method == "POST":
         hooks.delete(row)
         messages.success(request, f"Deleted the hook “{row.name}”.")

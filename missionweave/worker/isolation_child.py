@@ -41,7 +41,8 @@ from typing import Any, NoReturn
 from .handlers import HandlerError, ProgressState, TaskResult, import_handler
 from .isolation_wire import WireError, rebuild_error, receive, send
 from .slot_files import _SlotFiles
-from .slots import Checkpoint, ItemRef, SlotClosed, _freeze
+from .slot_view import SlotView
+from .slots import Checkpoint, ItemRef, SlotClosed
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -65,7 +66,7 @@ class _Channel:
         return reply.get("value")
 
 
-class ProcessSlotContext:
+class ProcessSlotContext(SlotView):
     """The handler's ``ctx`` in its own process: the ``SlotContext`` API, answered by the
     worker except for files, which are this process's own (its cwd is the slot directory)."""
 
@@ -79,31 +80,16 @@ class ProcessSlotContext:
         resume_from: Checkpoint | None,
     ) -> None:
         self._channel = channel
-        self._files = _SlotFiles(Path("."))
-        self.slot_id = slot_id
-        self.item = item
-        self.mission_context: Mapping[str, Any] = _freeze(mission_context)
-        self.resume_from = resume_from
+        self._init_view(
+            slot_id=slot_id,
+            item=item,
+            mission_context=mission_context,
+            resume_from=resume_from,
+            files=_SlotFiles(Path(".")),
+        )
 
     def _call(self, method: str, **args: Any) -> Any:
         return self._channel.call("ctx", method, **args)
-
-    # identity
-    @property
-    def group(self) -> str:
-        return self.item.group
-
-    @property
-    def work_item(self) -> str:
-        return self.item.work_item
-
-    @property
-    def ownership_epoch(self) -> int:
-        return self.item.ownership_epoch
-
-    @property
-    def context_packages(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(self.mission_context.get("context_packages", ()))
 
     # credentials, budgets, side-effect keys: the worker's
     def tokens(self) -> dict[str, str]:
@@ -118,22 +104,9 @@ class ProcessSlotContext:
     def idempotency_key(self, effect_name: str) -> str:
         return self._call("idempotency_key", effect_name=effect_name)
 
-    # files: this process's own, after the worker says the slot is live
-    def read_bytes(self, name: str) -> bytes:
+    # files: this process's own (``SlotView``), after the worker says the slot is live
+    def _live(self) -> None:
         self._call("live")
-        return self._files.read_bytes(name)
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        self._call("live")
-        self._files.write_bytes(name, data)
-
-    def delete_file(self, name: str) -> None:
-        self._call("live")
-        self._files.delete(name)
-
-    def list_files(self) -> list[str]:
-        self._call("live")
-        return self._files.names()
 
     # preemption, checkpoints, blocks: the worker's state machines
     def should_yield(self) -> bool:

@@ -10,7 +10,8 @@ This module is the handler's view (``SlotContext``) and the runtime's (``Slot``,
 acquire, run, release); each kind of slot state has a module of its own:
 
 - **Mission context**: a frozen deep copy (read-only mappings and tuples), so nothing a
-  handler holds is shared with another slot or with the caller's ``Assignment`` (here).
+  handler holds is shared with another slot or with the caller's ``Assignment``
+  (``slot_view.py``, with the identity and file methods both kinds of ``ctx`` share).
 - **Credentials** and **tool budgets**: ``slot_grants.py`` (tokens wiped on release, spends
   refused whole).
 - **Files**: ``slot_files.py``, the slot's scratch directory, reachable only from inside.
@@ -44,7 +45,6 @@ its return, its exception, ``Preempted`` raised at a checkpoint (see ``preemptio
 
 from __future__ import annotations
 
-import copy
 import fcntl
 import os
 import secrets
@@ -53,7 +53,6 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal, NoReturn
 
 from missionweave.protocol.canonical import digest
@@ -77,6 +76,7 @@ from .slot_errors import (
 )
 from .slot_files import _SlotFiles
 from .slot_grants import ToolBudget, _TokenVault
+from .slot_view import SlotView
 
 #: this module's public names, with those other modules import from here though they now
 #: live in the modules above (so no importer had to change)
@@ -158,23 +158,10 @@ class Outcome:
     resolution: str | None = None
 
 
-def _freeze(value: Any) -> Any:
-    """A deep, read-only copy: mappings become ``MappingProxyType``, lists tuples."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({key: _freeze(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_freeze(item) for item in value)
-    if isinstance(value, set | frozenset):
-        return frozenset(_freeze(item) for item in value)
-    if value is None or isinstance(value, str | int | float | bytes):
-        return value
-    return copy.deepcopy(value)
-
-
 # --- the handler's view ----------------------------------------------------------------------
 
 
-class SlotContext:
+class SlotContext(SlotView):
     """Everything a task handler may touch while it runs in one slot (R11.1-12).
 
     It refers only to objects owned by this slot: no pool, no other slot, no runtime
@@ -196,37 +183,19 @@ class SlotContext:
         resume_from: Checkpoint | None,
         block: Block | None = None,
     ) -> None:
-        self.slot_id = slot_id
-        self.item = item
-        self.mission_context: Mapping[str, Any] = _freeze(mission_context)
-        #: the last checkpoint of this WorkItem when the slot started: continue from it
-        self.resume_from = resume_from
+        self._init_view(
+            slot_id=slot_id,
+            item=item,
+            mission_context=mission_context,
+            resume_from=resume_from,
+            files=files,
+        )
         self._vault = vault
         self._budget = budget
-        self._files = files
         self._checkpoints = checkpoints
         self._preemption = preemption
         self._block = block or Block()
         self._closed = False
-
-    # identity
-    @property
-    def group(self) -> str:
-        return self.item.group
-
-    @property
-    def context_packages(self) -> tuple[Mapping[str, Any], ...]:
-        """The latest version of each context package of the item's mission, read-only
-        (R13.3; ``context_packages``): summaries, never the history."""
-        return tuple(self.mission_context.get("context_packages", ()))
-
-    @property
-    def work_item(self) -> str:
-        return self.item.work_item
-
-    @property
-    def ownership_epoch(self) -> int:
-        return self.item.ownership_epoch
 
     # credentials, budgets, side-effect keys
     def tokens(self) -> dict[str, str]:
@@ -251,23 +220,6 @@ class SlotContext:
         return external_operation_key(
             mission, self.item.work_item, self.item.ownership_epoch, effect_name
         )
-
-    # files
-    def read_bytes(self, name: str) -> bytes:
-        self._live()
-        return self._files.read_bytes(name)
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        self._live()
-        self._files.write_bytes(name, data)
-
-    def delete_file(self, name: str) -> None:
-        self._live()
-        self._files.delete(name)
-
-    def list_files(self) -> list[str]:
-        self._live()
-        return self._files.names()
 
     # preemption (R11.3-12, R11.3-13)
     def should_yield(self) -> bool:

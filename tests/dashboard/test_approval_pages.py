@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,45 +20,28 @@ from apps.ledger.models import Event
 from apps.registry import services
 from missionweave.protocol.examples import INCIDENT_REPORTS_DIGEST
 from tests.dashboard import workflows as wf
-from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.conftest import People, logged_in
 from tests.dashboard.html import element, text
 from tests.factories import HumanPersona, agent, grant, human, now_text, unique
 
 pytestmark = pytest.mark.django_db
 
 
-@dataclass
-class Owners:
-    dash: Dashboard
-    petra: HumanPersona  # a second mission_owner
-    rita: HumanPersona  # a reviewer
-
-    @property
-    def world(self) -> Any:
-        return self.dash.world
-
-    @property
-    def group(self) -> str:
-        return self.dash.world.group
-
-
 @pytest.fixture
-def owners(dash: Dashboard) -> Owners:
-    petra, rita = human("petra"), human("rita")
-    grant(dash.world.alice, dash.world.group, petra, "mission_owner")
-    grant(dash.world.alice, dash.world.group, rita, "reviewer")
-    return Owners(dash, petra, rita)
+def owners(people: People) -> People:
+    """The world's owners olga and petra, and rita, a reviewer (``conftest.people``)."""
+    return people
 
 
-def gated(owners: Owners, approvals: int = 2) -> str:
+def gated(owners: People, approvals: int = 2) -> str:
     return wf.queued(owners.world, wf.mission(owners.world), contract=wf.gated_contract(approvals))
 
 
-def url(owners: Owners, item: str, suffix: str = "") -> str:
+def url(owners: People, item: str, suffix: str = "") -> str:
     return f"/groups/{owners.group}/work-items/{item}/approval/{suffix}"
 
 
-def screen(persona: HumanPersona, owners: Owners, item: str) -> str:
+def screen(persona: HumanPersona, owners: People, item: str) -> str:
     response = logged_in(persona).get(url(owners, item))
     assert response.status_code == 200, response.status_code
     return response.content.decode()
@@ -100,7 +82,7 @@ def events(group: str, type_: str) -> list[dict[str, Any]]:
 
 
 def test_the_screen_shows_the_contract_revision_in_full_and_why_it_needs_approval(
-    owners: Owners,
+    owners: People,
 ) -> None:
     """R10.1-01, R10.2-06: goal, outputs, acceptance criteria (id, description, method),
     inputs, allowed tools/data/operations, budgets, the risk class and why approval is
@@ -137,7 +119,7 @@ def test_the_screen_shows_the_contract_revision_in_full_and_why_it_needs_approva
     assert 'data-passed-text="missed"' in start_by
 
 
-def test_an_input_links_to_its_artifact_page_once_that_screen_exists(owners: Owners) -> None:
+def test_an_input_links_to_its_artifact_page_once_that_screen_exists(owners: People) -> None:
     """wire§9: each input is its digest, linked to the artifact page when the route exists."""
     item = gated(owners)
     inputs = element(screen(owners.world.olga, owners, item), "data-field", "inputs")
@@ -150,7 +132,7 @@ def test_an_input_links_to_its_artifact_page_once_that_screen_exists(owners: Own
 
 
 def test_the_group_page_and_the_work_item_page_link_to_the_screen_with_the_deadline(
-    owners: Owners,
+    owners: People,
 ) -> None:
     """R11.3-02: the existing approval cards show the start-by deadline (a countdown) and
     link to the approval screen."""
@@ -170,7 +152,7 @@ def test_the_group_page_and_the_work_item_page_link_to_the_screen_with_the_deadl
 
 
 def test_approving_from_the_screen_records_the_comment_and_shows_it_everywhere(
-    owners: Owners,
+    owners: People,
 ) -> None:
     """R10.2-06: the Approve form grants the revision the page showed, with the page's
     command id and the comment; back on the screen the decision shows with the comment, as on
@@ -203,7 +185,7 @@ def test_approving_from_the_screen_records_the_comment_and_shows_it_everywhere(
     assert "Read-only, and the budget is small." in text(element(queue, "id", "approval-queue"))
 
 
-def test_refusing_without_a_reason_answers_with_the_page_and_says_so(owners: Owners) -> None:
+def test_refusing_without_a_reason_answers_with_the_page_and_says_so(owners: People) -> None:
     """R10.2-06, issue 34 §3: a refusal says why: an empty reason is refused before anything
     is sent, the page answers again with the reason in words, and nothing is appended; the
     textarea is required."""
@@ -226,7 +208,7 @@ def test_refusing_without_a_reason_answers_with_the_page_and_says_so(owners: Own
 
 
 def test_refusing_with_a_reason_stops_the_revision_and_everyone_sees_who_and_why(
-    owners: Owners,
+    owners: People,
 ) -> None:
     """R10.2-06: the refusal is appended with its comment; the screen shows it, the other
     owner is told the revision was refused (no forms), and the item leaves the inboxes'
@@ -264,7 +246,7 @@ def test_refusing_with_a_reason_stops_the_revision_and_everyone_sees_who_and_why
     assert item in element(inbox, "id", "inbox-blocked")
 
 
-def test_a_stale_page_is_refused_as_stale_revision(owners: Owners) -> None:
+def test_a_stale_page_is_refused_as_stale_revision(owners: People) -> None:
     """R10.1-05: the forms carry the revision the page showed; once the coordinator revised
     the contract, approving what was read is STALE_REVISION, and nothing is appended."""
     world = owners.world
@@ -294,7 +276,7 @@ def test_a_stale_page_is_refused_as_stale_revision(owners: Owners) -> None:
 # --- why a person may not decide ----------------------------------------------------------------
 
 
-def test_a_reviewer_is_told_only_mission_owners_decide(owners: Owners) -> None:
+def test_a_reviewer_is_told_only_mission_owners_decide(owners: People) -> None:
     """R10.2-06, wire§9: no forms; the why in words, with the code and the rule."""
     item = gated(owners)
     html = screen(owners.rita, owners, item)
@@ -309,7 +291,7 @@ def test_a_reviewer_is_told_only_mission_owners_decide(owners: Owners) -> None:
 
 
 def test_the_person_who_authorised_the_item_is_told_someone_else_must_approve(
-    owners: Owners,
+    owners: People,
 ) -> None:
     """R10.2-06: SELF_APPROVAL, in words."""
     cora = human("cora")
@@ -329,7 +311,7 @@ def test_the_person_who_authorised_the_item_is_told_someone_else_must_approve(
     assert "You authorised this WorkItem, so someone else must approve it." in why
 
 
-def test_a_second_decision_is_explained_as_already_given(owners: Owners) -> None:
+def test_a_second_decision_is_explained_as_already_given(owners: People) -> None:
     """R10.2-06: one decision per person per revision: DUPLICATE_APPROVAL, in words."""
     item = gated(owners)
     wf.approve(owners.world.olga, owners.group, item)
@@ -337,7 +319,7 @@ def test_a_second_decision_is_explained_as_already_given(owners: Owners) -> None
     assert "You already approved revision 1." in why
 
 
-def test_a_refusal_posted_by_a_reviewer_is_forbidden_by_the_write_path(owners: Owners) -> None:
+def test_a_refusal_posted_by_a_reviewer_is_forbidden_by_the_write_path(owners: People) -> None:
     """wire§9: whatever a page offers, the write path decides: FORBIDDEN, nothing appended."""
     item = gated(owners)
     before = wf.head(owners.group)
@@ -353,7 +335,7 @@ def test_a_refusal_posted_by_a_reviewer_is_forbidden_by_the_write_path(owners: O
     assert wf.head(owners.group) == before
 
 
-def test_an_item_that_needs_no_approval_says_there_is_nothing_to_decide(owners: Owners) -> None:
+def test_an_item_that_needs_no_approval_says_there_is_nothing_to_decide(owners: People) -> None:
     item = wf.queued(owners.world, wf.mission(owners.world))
     html = screen(owners.world.olga, owners, item)
     assert "needs no execution approval" in text(element(html, "data-field", "why-not"))
@@ -362,7 +344,7 @@ def test_an_item_that_needs_no_approval_says_there_is_nothing_to_decide(owners: 
 # --- the start-by deadline ----------------------------------------------------------------------
 
 
-def test_a_missed_start_deadline_says_what_happened_instead(owners: Owners) -> None:
+def test_a_missed_start_deadline_says_what_happened_instead(owners: People) -> None:
     """R11.3-02, R11.5-01: once the owner missed its start-by deadline the screen says so
     (never a stale waiting state); after the authority's sweep it says who the item was
     reassigned to and when."""
@@ -405,7 +387,7 @@ def test_a_missed_start_deadline_says_what_happened_instead(owners: Owners) -> N
 # --- access -------------------------------------------------------------------------------------
 
 
-def test_every_route_is_404_for_a_non_member_and_for_an_unknown_item(owners: Owners) -> None:
+def test_every_route_is_404_for_a_non_member_and_for_an_unknown_item(owners: People) -> None:
     """wire§4: a non-member learns nothing, not even that the item or the group exists."""
     item = gated(owners)
     nina = logged_in(owners.dash.nina)
@@ -419,7 +401,7 @@ def test_every_route_is_404_for_a_non_member_and_for_an_unknown_item(owners: Own
     assert Client().get(url(owners, item)).status_code == 302  # to the login page
 
 
-def test_the_forms_need_the_csrf_token(owners: Owners) -> None:
+def test_the_forms_need_the_csrf_token(owners: People) -> None:
     """Django's CSRF check guards both forms: without the token nothing is submitted."""
     item = gated(owners)
     client = Client(enforce_csrf_checks=True)
@@ -439,7 +421,7 @@ def test_the_forms_need_the_csrf_token(owners: Owners) -> None:
     assert wf.head(owners.group) == before + 1
 
 
-def test_the_section_partial_is_the_screens_body_alone(owners: Owners) -> None:
+def test_the_section_partial_is_the_screens_body_alone(owners: People) -> None:
     """wire§7: ``…/approval/section/`` renders only the body, with the present state."""
     item = gated(owners)
     client = logged_in(owners.world.olga)
@@ -451,7 +433,7 @@ def test_the_section_partial_is_the_screens_body_alone(owners: Owners) -> None:
     assert "fine by me" in text(element(after, "id", "decisions"))
 
 
-def test_the_group_timeline_shows_a_refusal_like_any_approval_event(owners: Owners) -> None:
+def test_the_group_timeline_shows_a_refusal_like_any_approval_event(owners: People) -> None:
     """wire§6: ``approval.execution_refused`` is a log event like the others: the group
     page's timeline lists it with the approval family's badge, its actor and its payload."""
     item = gated(owners)
@@ -482,7 +464,7 @@ def outside_details(html: str) -> str:
 
 
 def test_a_comment_over_its_limit_is_stated_as_a_limit_and_kept_in_its_form(
-    owners: Owners,
+    owners: People,
 ) -> None:
     """Issue 34 §6: a 22,000-character comment is "22,000 characters; at most 10,000", not
     "incomplete"; the page answers again with the whole comment in the form, which still
@@ -505,7 +487,7 @@ def test_a_comment_over_its_limit_is_stated_as_a_limit_and_kept_in_its_form(
     assert wf.head(owners.group) == before
 
 
-def test_a_former_member_gets_a_page_with_the_comment_not_a_bare_404(owners: Owners) -> None:
+def test_a_former_member_gets_a_page_with_the_comment_not_a_bare_404(owners: People) -> None:
     """Issue 34 §3, wire.md §4: petra's membership is revoked while the screen is open; her
     refusal is answered 404 with a page that says nothing was recorded and gives her reason
     back, naming nothing of the group or the item."""
@@ -525,7 +507,7 @@ def test_a_former_member_gets_a_page_with_the_comment_not_a_bare_404(owners: Own
     assert item not in outside_details(page)
 
 
-def test_the_screen_has_no_protocol_words_outside_technical_details(owners: Owners) -> None:
+def test_the_screen_has_no_protocol_words_outside_technical_details(owners: People) -> None:
     """Issue 34 §6: for an owner who may decide, a reviewer who may not, after a grant and
     after a refusal: names, not principals; no R-ID, wire§ or error code."""
     item = gated(owners)

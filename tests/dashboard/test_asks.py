@@ -9,41 +9,17 @@ when; what was asked of a person is the first section of their inbox.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from apps.ledger.models import Event
 from tests.dashboard import workflows as wf
-from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.conftest import People, logged_in
 from tests.dashboard.html import element, text
-from tests.factories import HumanPersona, grant, human
+from tests.factories import HumanPersona
 
 pytestmark = pytest.mark.django_db
-
-
-@dataclass
-class People:
-    dash: Dashboard
-    petra: HumanPersona  # a second mission_owner
-    rita: HumanPersona  # a reviewer
-
-    @property
-    def world(self) -> Any:
-        return self.dash.world
-
-    @property
-    def group(self) -> str:
-        return self.dash.world.group
-
-
-@pytest.fixture
-def people(dash: Dashboard) -> People:
-    petra, rita = human("petra"), human("rita")
-    grant(dash.world.alice, dash.world.group, petra, "mission_owner")
-    grant(dash.world.alice, dash.world.group, rita, "reviewer")
-    return People(dash, petra, rita)
 
 
 def gated(people: People, approvals: int = 2) -> str:

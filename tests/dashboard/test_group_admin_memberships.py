@@ -9,14 +9,13 @@ the actor. Real PostgreSQL; forms posted as a browser would.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from apps.ledger.models import CommandRecord, Event, GroupLog
+from apps.ledger.models import CommandRecord
 from apps.registry import services
 from apps.registry.models import Membership
 from missionweave.protocol.errors import ErrorCode, ProtocolError
+from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in, with_password
 from tests.dashboard.html import text
 from tests.factories import HumanPersona, grant, human
@@ -26,14 +25,6 @@ pytestmark = pytest.mark.django_db
 
 def _url(group: str, suffix: str = "") -> str:
     return f"/groups/{group}/members/{suffix}"
-
-
-def _head(group: str) -> int:
-    return GroupLog.objects.get(group_id=group).head_sequence
-
-
-def _last_event(group: str) -> dict:
-    return json.loads(Event.objects.filter(group_id=group).order_by("-sequence")[0].document)
 
 
 @pytest.fixture
@@ -65,19 +56,19 @@ def test_a_group_admin_grants_changes_and_revokes_as_herself(
         _url(group, "grant/"), {"kind": "user", "name": "zoe", "roles": ["reviewer"]}
     )
     assert granted.status_code == 302
-    event = _last_event(group)
+    event = wf.last_event(group)
     assert (event["type"], event["actor"], event["payload"]["roles"]) == (
         "membership.granted",
         "user:gina",
         ["reviewer"],
     )
     client.post(_url(group, "grant/"), {"principal": "user:zoe", "roles": ["worker"]})
-    assert (_last_event(group)["type"], _last_event(group)["payload"]["epoch"]) == (
+    assert (wf.last_event(group)["type"], wf.last_event(group)["payload"]["epoch"]) == (
         "membership.changed",
         2,
     )
     client.post(_url(group, "revoke/"), {"principal": "user:zoe", "confirm": "on"})
-    assert (_last_event(group)["type"], _last_event(group)["actor"]) == (
+    assert (wf.last_event(group)["type"], wf.last_event(group)["actor"]) == (
         "membership.revoked",
         "user:gina",
     )
@@ -91,12 +82,12 @@ def test_a_group_admin_granting_to_nobody_is_told_it_does_not_exist(
 ) -> None:
     """The existence check of every grant (NOT_FOUND) holds for a group admin too."""
     group = dash.world.group
-    head = _head(group)
+    head = wf.head(group)
     page = logged_in(gina).post(
         _url(group, "grant/"), {"principal": "user:ghost", "roles": ["worker"]}, follow=True
     )
     assert 'data-code="NOT_FOUND"' in page.content.decode()
-    assert _head(group) == head
+    assert wf.head(group) == head
 
 
 def test_an_admin_of_another_group_may_not_change_this_one(
@@ -106,7 +97,7 @@ def test_an_admin_of_another_group_may_not_change_this_one(
     group where she is only an observer, and nothing is appended or recorded."""
     services.group_create(body={"id": "g-other", "organization": dash.world.org, "name": "Other"})
     grant(dash.world.alice, "g-other", gina, "observer")
-    head = _head("g-other")
+    head = wf.head("g-other")
     with pytest.raises(ProtocolError) as refused:
         services.membership_grant(
             group_id="g-other",
@@ -114,14 +105,14 @@ def test_an_admin_of_another_group_may_not_change_this_one(
             body={"principal": "user:gina", "roles": ["admin"]},
         )
     assert refused.value.code is ErrorCode.FORBIDDEN
-    assert _head("g-other") == head
+    assert wf.head("g-other") == head
     assert (
         logged_in(gina)
         .post(_url("g-other", "grant/"), {"principal": "user:gina", "roles": ["admin"]})
         .status_code
         == 403
     )
-    assert _head("g-other") == head
+    assert wf.head("g-other") == head
     assert not CommandRecord.objects.filter(group_id="g-other", actor="user:gina").exists()
 
 
@@ -132,7 +123,7 @@ def test_a_revoked_admin_can_no_longer_change_memberships(
     role is revoked, her grant is 404 on the page (not a member) and FORBIDDEN at the door."""
     group = dash.world.group
     services.membership_revoke(group_id=group, admin=dash.world.alice.caller, principal="user:gina")
-    head = _head(group)
+    head = wf.head(group)
     assert logged_in(gina).get(_url(group)).status_code == 404
     response = logged_in(gina).post(
         _url(group, "grant/"), {"principal": "user:maria", "roles": ["admin"]}
@@ -145,7 +136,7 @@ def test_a_revoked_admin_can_no_longer_change_memberships(
             body={"principal": "user:maria", "roles": ["admin"]},
         )
     assert refused.value.code is ErrorCode.FORBIDDEN
-    assert _head(group) == head
+    assert wf.head(group) == head
 
 
 def test_every_member_reads_the_members_by_name_and_a_non_member_gets_404(

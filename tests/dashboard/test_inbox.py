@@ -7,7 +7,6 @@ that says what would appear there; and the group list, which moved to ``/groups/
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.dashboard.inbox_entries import SHOWN
 from tests.dashboard import workflows as wf
-from tests.dashboard.conftest import PASSWORD, Dashboard, logged_in, with_password
+from tests.dashboard.conftest import PASSWORD, Dashboard, People, logged_in, with_password
 from tests.dashboard.html import element, text
 from tests.factories import HumanPersona, grant, group, human, mission_body, now_text, unique
 
@@ -27,29 +26,11 @@ pytestmark = pytest.mark.django_db
 SECTIONS = ("approvals", "reviews", "missions", "blocked")
 
 
-@dataclass
-class People:
-    dash: Dashboard
-    petra: HumanPersona  # a second mission_owner
-    rita: HumanPersona  # a reviewer
-
-    @property
-    def world(self) -> Any:
-        return self.dash.world
-
-    @property
-    def group(self) -> str:
-        return self.dash.world.group
-
-
 @pytest.fixture
-def people(dash: Dashboard) -> People:
-    petra = with_password(human("petra"))
-    rita = with_password(human("rita"))
-    grant(dash.world.alice, dash.world.group, petra, "mission_owner")
-    grant(dash.world.alice, dash.world.group, rita, "reviewer")
-    with_password(dash.world.olga)
-    return People(dash, petra, rita)
+def people(people: People) -> People:
+    """``conftest.people``, and olga can sign in with a password too."""
+    with_password(people.world.olga)
+    return people
 
 
 def inbox_html(persona: HumanPersona) -> str:

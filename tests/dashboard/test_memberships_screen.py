@@ -19,6 +19,7 @@ from apps.registry import services
 from apps.registry.models import Membership
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.exports import verify_export
+from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import text
 from tests.factories import human
@@ -28,14 +29,6 @@ pytestmark = pytest.mark.django_db
 
 def _url(group: str, suffix: str = "") -> str:
     return f"/groups/{group}/members/{suffix}"
-
-
-def _head(group: str) -> int:
-    return GroupLog.objects.get(group_id=group).head_sequence
-
-
-def _last_event(group: str) -> dict:
-    return json.loads(Event.objects.filter(group_id=group).order_by("-sequence")[0].document)
 
 
 def test_non_staff_non_member_gets_404_everywhere(dash: Dashboard) -> None:
@@ -58,7 +51,7 @@ def test_a_member_who_is_not_an_admin_reads_the_members_and_may_not_change_them(
     page in words and nothing is appended."""
     maria = logged_in(dash.maria)
     group = dash.world.group
-    head = _head(group)
+    head = wf.head(group)
     page = maria.get(_url(group))
     assert page.status_code == 200
     html = page.content.decode()
@@ -74,7 +67,7 @@ def test_a_member_who_is_not_an_admin_reads_the_members_and_may_not_change_them(
     assert "change memberships: ask one of them" in text(grant.content.decode())
     assert maria.post(_url(group, "revoke/"), {"principal": "agent:w2"}).status_code == 403
     assert maria.get(_url(group, "export/")).status_code == 403
-    assert _head(group) == head
+    assert wf.head(group) == head
 
 
 def test_staff_see_members_roles_epochs_and_since_even_without_membership(
@@ -99,12 +92,12 @@ def test_grant_change_and_revoke_each_append_their_event_by_the_staff_person(
     group = dash.world.group
     response = alice.post(_url(group, "grant/"), {"principal": "user:zoe", "roles": ["observer"]})
     assert response.status_code == 302
-    assert (_last_event(group)["type"], _last_event(group)["actor"]) == (
+    assert (wf.last_event(group)["type"], wf.last_event(group)["actor"]) == (
         "membership.granted",
         "user:alice",
     )
     alice.post(_url(group, "grant/"), {"principal": "user:zoe", "roles": ["worker", "reviewer"]})
-    changed = _last_event(group)
+    changed = wf.last_event(group)
     assert (changed["type"], changed["payload"]["roles"], changed["payload"]["epoch"]) == (
         "membership.changed",
         ["reviewer", "worker"],
@@ -112,9 +105,9 @@ def test_grant_change_and_revoke_each_append_their_event_by_the_staff_person(
     )
     asked = alice.post(_url(group, "revoke/"), {"principal": "user:zoe"})
     assert asked.status_code == 200  # the confirmation page: nothing revoked yet
-    assert _last_event(group)["type"] == "membership.changed"
+    assert wf.last_event(group)["type"] == "membership.changed"
     alice.post(_url(group, "revoke/"), {"principal": "user:zoe", "confirm": "on"})
-    revoked = _last_event(group)
+    revoked = wf.last_event(group)
     assert (revoked["type"], revoked["payload"]["epoch"]) == ("membership.revoked", 3)
     assert not Membership.objects.get(group_id=group, principal="user:zoe").active
     audit = alice.get(_url(group)).content.decode()
@@ -128,19 +121,19 @@ def test_regranting_the_same_roles_appends_nothing_and_keeps_the_epoch(
 ) -> None:
     """Issue 13 §1 (wire§2): the same roles again are a no-op: 200 with the current epoch."""
     group = dash.world.group
-    head = _head(group)
+    head = wf.head(group)
     outcome = services.membership_grant(
         group_id=group,
         admin=dash.world.alice.caller,
         body={"principal": "agent:w2", "roles": ["worker"]},
     )
     assert (outcome.status, outcome.body["result"]["epoch"]) == (200, 1)
-    assert _head(group) == head
+    assert wf.head(group) == head
     follow = logged_in(dash.world.alice).post(
         _url(group, "grant/"), {"principal": "agent:w2", "roles": ["worker"]}, follow=True
     )
     assert "w2 holds worker." in text(follow.content.decode())
-    assert _head(group) == head
+    assert wf.head(group) == head
 
 
 @pytest.mark.parametrize("principal", ["user:ghost", "agent:ghost"])
@@ -149,7 +142,7 @@ def test_granting_to_a_principal_that_does_not_exist_is_not_found(
 ) -> None:
     """wire§4: roles go only to a Django user or a registered agent; NOT_FOUND otherwise."""
     group = dash.world.group
-    head = _head(group)
+    head = wf.head(group)
     with pytest.raises(ProtocolError) as refused:
         services.membership_grant(
             group_id=group,
@@ -162,7 +155,7 @@ def test_granting_to_a_principal_that_does_not_exist_is_not_found(
     )
     assert page.status_code == 200
     assert 'data-code="NOT_FOUND"' in page.content.decode()
-    assert _head(group) == head
+    assert wf.head(group) == head
 
 
 def test_forms_need_the_csrf_token(dash: Dashboard) -> None:
@@ -170,9 +163,9 @@ def test_forms_need_the_csrf_token(dash: Dashboard) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(get_user_model().objects.get(username="alice"))
     group = dash.world.group
-    head = _head(group)
+    head = wf.head(group)
     assert client.post(_url(group, "revoke/"), {"principal": "agent:w2"}).status_code == 403
-    assert _head(group) == head
+    assert wf.head(group) == head
     assert "csrfmiddlewaretoken" in client.get(_url(group)).content.decode()
 
 

@@ -17,12 +17,10 @@ from django.test import Client
 
 from apps.dashboard import mission_reviews, missions
 from apps.registry import services
-from apps.work import reviews
-from apps.work.tasks import STORE
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import element, text
-from tests.factories import HumanPersona, World, grant, group, human, now_text, unique
+from tests.factories import HumanPersona, grant, group, human, now_text, unique
 
 pytestmark = pytest.mark.django_db
 
@@ -58,28 +56,8 @@ def field(html: str, name: str) -> str:
     return text(element(html, "data-field", name))
 
 
-def verified_item(world: World, mission: str, *, depends_on: tuple[str, ...] = ()) -> str:
-    """An item of the example contract, submitted by w2, checked by the authority
-    (R13.2-03 steps 1–2) and accepted by olga with a note per criterion."""
-    item = wf.authorize(world, mission, depends_on=depends_on)
-    wf.accept(world, item, wf.offer(world, item))
-    lease = wf.start(world, item)
-    wf.submit_result(world, item, lease, artifact=b"# Summary\n\nEvery incident.\n")
-    reviews.review_submission(STORE, world.group, item)
-    review = {
-        "verdicts": [
-            {"criterion": "c1", "verdict": "pass", "note": "checks pass"},
-            {"criterion": "c2", "verdict": "pass", "note": "reads neutral to me"},
-        ],
-        "summary": "Good to go.",
-    }
-    wf.submit(world.olga, world.group, "work.accept_result", {"work_item": item, "review": review})
-    assert wf.state_of(world.group, item) == "verified"
-    return item
-
-
 def verified(scene: Scene) -> str:
-    return verified_item(scene.dash.world, scene.mission)
+    return wf.verified_item(scene.dash.world, scene.mission)
 
 
 def progress(scene: Scene, item: str, lease: str, **report: object) -> None:

@@ -14,10 +14,8 @@ import re
 import pytest
 
 from apps.dashboard.work_item_add import line_of
-from apps.ledger.models import Event, GroupLog
-from apps.work import reviews
+from apps.ledger.models import Event
 from apps.work.models import Mission, WorkItem
-from apps.work.tasks import STORE
 from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
@@ -25,14 +23,6 @@ from tests.dashboard.html import text
 from tests.factories import HumanPersona, grant, human
 
 pytestmark = pytest.mark.django_db
-
-
-def _head(group: str) -> int:
-    return GroupLog.objects.get(group_id=group).head_sequence
-
-
-def _last_event(group: str) -> dict:
-    return json.loads(Event.objects.filter(group_id=group).order_by("-sequence")[0].document)
 
 
 @pytest.fixture
@@ -70,7 +60,7 @@ def test_a_mission_owner_creates_a_mission_and_lands_on_its_page(dash: Dashboard
         {"goal": "Map the outage of 3 December", "tokens": "50000", "money": "12.5"},
     )
     assert response.status_code == 302
-    event = _last_event(group)
+    event = wf.last_event(group)
     assert (event["type"], event["actor"]) == ("mission.created", "user:olga")
     assert event["payload"]["budgets"] == {"money": 12.5, "tokens": 50000}
     mission = event["payload"]["mission"]
@@ -85,7 +75,7 @@ def test_a_refused_mission_keeps_what_was_typed_and_marks_the_field(dash: Dashbo
     group = dash.world.group
     wf.mission(dash.world, "m-taken")
     olga = logged_in(dash.world.olga)
-    head = _head(group)
+    head = wf.head(group)
     bad = olga.post(
         f"/groups/{group}/new-mission/", {"goal": "Keep this goal", "tokens": "-5", "mission": "x"}
     )
@@ -102,7 +92,7 @@ def test_a_refused_mission_keeps_what_was_typed_and_marks_the_field(dash: Dashbo
     assert "already exists" in shown
     assert "Keep it too" in taken.content.decode()
     assert "ILLEGAL_TRANSITION" not in shown.split("Technical details")[0]
-    assert _head(group) == head
+    assert wf.head(group) == head
 
 
 def test_a_reviewer_is_told_who_creates_missions_and_gets_no_form(
@@ -163,7 +153,7 @@ def test_an_invalid_contract_is_checked_before_sending_and_each_field_is_named(
     sent and the typed text comes back exactly."""
     group = dash.world.group
     mission = wf.mission(dash.world)
-    head = _head(group)
+    head = wf.head(group)
     typed = _contract_text(budgets={"tokens": -1}, urgency="whenever")
     response = logged_in(cora).post(
         f"/groups/{group}/missions/{mission}/add-work-item/", {"contract": typed}
@@ -174,7 +164,7 @@ def test_an_invalid_contract_is_checked_before_sending_and_each_field_is_named(
     assert 'data-path="$.urgency"' in html
     assert "$.budgets.tokens</code>: expected a number of at least 0" in html
     assert "whenever" in html
-    assert _head(group) == head
+    assert wf.head(group) == head
     broken = logged_in(cora).post(
         f"/groups/{group}/missions/{mission}/add-work-item/", {"contract": '{"goal": '}
     )
@@ -204,7 +194,7 @@ def test_a_coordinator_adds_a_work_item_with_its_dependency(
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert response["Location"] == f"/groups/{group}/work-items/wi-timeline/"
-    event = _last_event(group)
+    event = wf.last_event(group)
     assert (event["type"], event["actor"]) == ("work.authorized", "user:cora")
     assert event["payload"]["depends_on"] == [first]
     assert WorkItem.objects.get(group_id=group, work_item_id="wi-timeline").mission == mission
@@ -240,13 +230,13 @@ def test_cancelling_a_work_item_asks_first_then_records_the_reason(dash: Dashboa
     assert f"/work-items/{item}/cancel/" in item_page
     asked = olga.get(f"/groups/{group}/work-items/{item}/cancel/")
     assert "Yes, cancel this WorkItem" in asked.content.decode()
-    head = _head(group)
+    head = wf.head(group)
     empty = olga.post(f"/groups/{group}/work-items/{item}/cancel/", {"reason": "  "})
     assert empty.status_code == 400
-    assert _head(group) == head
+    assert wf.head(group) == head
     done = olga.post(f"/groups/{group}/work-items/{item}/cancel/", {"reason": "Not needed now"})
     assert done.status_code == 302
-    event = _last_event(group)
+    event = wf.last_event(group)
     assert (event["type"], event["actor"], event["payload"]["reason"]) == (
         "work.cancelled",
         "user:olga",
@@ -278,24 +268,6 @@ def test_a_reviewer_gets_no_cancel_link_and_is_told_who_cancels(
 # --- ask for changes at the final approval --------------------------------------------------
 
 
-def _verified(dash: Dashboard, mission: str) -> str:
-    world = dash.world
-    item = wf.authorize(world, mission)
-    wf.accept(world, item, wf.offer(world, item))
-    lease = wf.start(world, item)
-    wf.submit_result(world, item, lease, artifact=b"# Summary\n\nEvery incident.\n")
-    reviews.review_submission(STORE, world.group, item)
-    review = {
-        "verdicts": [
-            {"criterion": "c1", "verdict": "pass", "note": "ok"},
-            {"criterion": "c2", "verdict": "pass", "note": "ok"},
-        ],
-        "summary": "Good.",
-    }
-    wf.submit(world.olga, world.group, "work.accept_result", {"work_item": item, "review": review})
-    return item
-
-
 def test_at_the_final_approval_an_accepted_item_gets_the_note_and_the_mission_stays_open(
     dash: Dashboard,
 ) -> None:
@@ -303,7 +275,7 @@ def test_at_the_final_approval_an_accepted_item_gets_the_note_and_the_mission_st
     its conversation (work.message, R10.1-02) and the mission is not approved."""
     group = dash.world.group
     mission = wf.mission(dash.world)
-    item = _verified(dash, mission)
+    item = wf.verified_item(dash.world, mission)
     olga = logged_in(dash.world.olga)
     final = olga.get(f"/groups/{group}/missions/{mission}/final-approval/").content.decode()
     assert "/final-approval/send-back/" in final
@@ -315,7 +287,7 @@ def test_at_the_final_approval_an_accepted_item_gets_the_note_and_the_mission_st
     assert "typed note" in missing.content.decode()
     done = olga.post(url, {"work_items": [item], "note": "Add the timeline of the outage"})
     assert done.status_code == 302
-    event = _last_event(group)
+    event = wf.last_event(group)
     assert (event["type"], event["actor"]) == ("work.message_posted", "user:olga")
     assert "Add the timeline of the outage" in event["payload"]["text"]
     assert Mission.objects.get(group_id=group, mission_id=mission).state == "active"

@@ -6,11 +6,14 @@ worker agent of ``tests.factories.build_world``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from apps.ledger.models import GroupLog
+from apps.ledger.models import Event, GroupLog
 from apps.ledger.write_path import Outcome, submit_authority_command, submit_command
+from apps.work import reviews
 from apps.work.models import WorkItem
+from apps.work.tasks import STORE
 from missionweave.protocol.canonical import sha256_digest
 from missionweave.protocol.examples import example_contract
 from missionweave.protocol.work.checks import SELECTION_BASIS_FIELDS
@@ -44,6 +47,11 @@ def gated_contract(approvals: int = 2, **overrides: Any) -> dict[str, Any]:
 
 def head(group: str) -> int:
     return GroupLog.objects.get(group_id=group).head_sequence
+
+
+def last_event(group: str) -> dict[str, Any]:
+    """The group's newest event, as its signed document says it."""
+    return json.loads(Event.objects.filter(group_id=group).order_by("-sequence")[0].document)
 
 
 def state_of(group: str, item: str) -> str:
@@ -231,3 +239,24 @@ def failure_evidence(world: World) -> list[dict[str, Any]]:
             "artifacts": [],
         }
     ]
+
+
+def verified_item(world: World, mission: str, *, depends_on: tuple[str, ...] = ()) -> str:
+    """An item of the example contract, submitted by w2, checked by the authority
+    (R13.2-03 steps 1–2) and accepted by olga with a note per criterion: what a mission's
+    final approval (R10.2-13) waits for."""
+    item = authorize(world, mission, depends_on=depends_on)
+    accept(world, item, offer(world, item))
+    lease = start(world, item)
+    submit_result(world, item, lease, artifact=b"# Summary\n\nEvery incident.\n")
+    reviews.review_submission(STORE, world.group, item)
+    review = {
+        "verdicts": [
+            {"criterion": "c1", "verdict": "pass", "note": "checks pass"},
+            {"criterion": "c2", "verdict": "pass", "note": "reads neutral to me"},
+        ],
+        "summary": "Good to go.",
+    }
+    submit(world.olga, world.group, "work.accept_result", {"work_item": item, "review": review})
+    assert state_of(world.group, item) == "verified"
+    return item

@@ -9,15 +9,10 @@ import io
 import json
 import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -31,9 +26,9 @@ from apps.registry.services import authenticate_bearer, memberships_of
 from apps.work.models import Mission, WorkItem
 from missionweave.demo import organisation
 from tests.dashboard.conftest import password_login
+from tests.demo.launch import launched_demo
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
 REVIEWER = f"agent:{cast.REVIEWER}"
 DEMO_ACTORS = {
     "user:admin",
@@ -258,12 +253,6 @@ def test_each_person_of_the_demo_finds_their_work_in_the_inbox(tmp_path):
     assert ("demo-m-incidents", "") in inbox_entries("olivia", "missions")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _get(url: str, token: str | None = None) -> dict:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as answer:
@@ -308,28 +297,15 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
     in both groups work is offered, accepted, started, disclosed, reported, published,
     submitted, reviewed and accepted by them. SIGTERM stops everything cleanly (every agent
     exits 0) and the projections equal a rebuild from the log."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
-    }
-    env |= {"MWP_VAR_DIR": str(tmp_path / "var"), "MWP_DEMO_STEP_S": "0.2"}
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    command = [*manage, "demo", "--port", str(port), "--interval", "0.5"]
-    log_path = tmp_path / "demo.log"
-    with log_path.open("w+") as log:
-        demo = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     events: dict[str, list[dict]] = {}
-    try:
+    with launched_demo(tmp_path) as launched:
+        base, demo = launched.base, launched.process
         deadline = time.monotonic() + 240
         token = ""
         while time.monotonic() < deadline:
-            assert demo.poll() is None, log_path.read_text()
+            assert demo.poll() is None, launched.output()
             time.sleep(1)
-            token = token or _banner_token(log_path.read_text())
+            token = token or launched.token()
             if not token:
                 continue
             with contextlib.suppress(urllib.error.URLError, ConnectionError):  # not up yet
@@ -345,10 +321,7 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
         mail_deadline = time.monotonic() + 60
         while not any(mail.glob("*.log")) and time.monotonic() < mail_deadline:
             time.sleep(1)
-    finally:
-        demo.send_signal(signal.SIGTERM)
-        demo.wait(timeout=90)
-    output = log_path.read_text()
+    output = launched.output()
     assert _agents_did_the_work(events), output
     assert pages == dict.fromkeys(pages, 200), output
     actors = {e["actor"] for group_events in events.values() for e in group_events}
@@ -359,9 +332,8 @@ def test_make_demo_runs_the_organisation_as_agents_on_the_embedded_default(tmp_p
     assert "Demo stopped." in output
     assert f"Mail:       {mail}/" in output
     assert any(mail.glob("*.log")), output
-    subprocess.run(  # the projections equal a rebuild from the log (raises otherwise)
-        [*manage, "rebuild_projections", "--verify"], cwd=ROOT, env=env, check=True, timeout=300
-    )
+    # the projections equal a rebuild from the log (raises otherwise)
+    launched.manage("rebuild_projections", "--verify")
 
 
 def _dashboard_pages(base: str, paths: list[str]) -> dict[str, int]:
@@ -386,8 +358,3 @@ def _dashboard_pages(base: str, paths: list[str]) -> dict[str, int]:
         except urllib.error.HTTPError as error:
             statuses[path] = error.code
     return statuses
-
-
-def _banner_token(output: str) -> str:
-    match = re.search(r"API token: +(\S+)", output)
-    return match.group(1) if match else ""

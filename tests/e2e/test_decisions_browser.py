@@ -28,8 +28,6 @@ from django.db import connection
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from apps.registry import services
-from apps.work import reviews
-from apps.work.tasks import STORE
 from missionweave.client import AgentClient, ApiError
 from tests.artifacts.servers import server_env
 from tests.celery_processes import run_celery
@@ -355,20 +353,7 @@ def ready(cast: Cast) -> Ready:
     accepted by Olga): ready for its final approval. Committed before the browsers start."""
     world = cast.world
     mission = wf.mission(world)
-    item = wf.authorize(world, mission)
-    wf.accept(world, item, wf.offer(world, item))
-    lease = wf.start(world, item)
-    wf.submit_result(world, item, lease, artifact=b"# Summary\n\nEvery incident.\n")
-    reviews.review_submission(STORE, world.group, item)
-    review = {
-        "verdicts": [
-            {"criterion": "c1", "verdict": "pass", "note": "checks pass"},
-            {"criterion": "c2", "verdict": "pass", "note": "reads neutral to me"},
-        ],
-        "summary": "Good to go.",
-    }
-    wf.submit(world.olga, world.group, "work.accept_result", {"work_item": item, "review": review})
-    return Ready(mission, item)
+    return Ready(mission, wf.verified_item(world, mission))
 
 
 COMMENT = "Every report is covered; I read the accepted review twice."

@@ -7,12 +7,7 @@ coordinator plans it (``work.authorize``), offers its first WorkItem, and a work
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,10 +19,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from apps.demo import cast
+from tests.demo.launch import launched_demo
 from tests.e2e.screens import check_screen
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "missionweave-demo"
 #: how long the agents have to plan, offer, start and submit the new mission's first item
 RUNS_WITHIN_S = 150
@@ -38,12 +33,6 @@ class Demo:
     base: str
     token: str
     log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _events(demo: Demo, group: str) -> list[dict]:
@@ -61,35 +50,13 @@ def _events(demo: Demo, group: str) -> list[dict]:
 @pytest.fixture
 def demo(tmp_path: Path) -> Iterator[Demo]:
     """``manage.py demo`` on its own SQLite file, agents at a quick pace; stopped by SIGTERM."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
-    }
-    env |= {"MWP_VAR_DIR": str(tmp_path / "var"), "MWP_DEMO_STEP_S": "0.2"}
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
-    port = _free_port()
-    log_path = tmp_path / "demo.log"
-    with log_path.open("w+") as log:
-        process = subprocess.Popen(
-            [*manage, "demo", "--port", str(port), "--interval", "0.5"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
+    with launched_demo(tmp_path) as launched:
         deadline = time.monotonic() + 120
-        token = ""
-        while time.monotonic() < deadline and not token:
-            assert process.poll() is None, log_path.read_text()
+        while time.monotonic() < deadline and not launched.token():
+            assert launched.process.poll() is None, launched.output()
             time.sleep(0.5)
-            found = re.search(r"API token: +(\S+)", log_path.read_text())
-            token = found.group(1) if found else ""
-        assert token, log_path.read_text()
-        up = Demo(base, token, log_path)
+        assert launched.token(), launched.output()
+        up = Demo(launched.base, launched.token(), launched.log_path)
         while time.monotonic() < deadline:
             try:
                 _events(up, cast.GROUP)
@@ -97,9 +64,6 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.5)
         yield up
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=90)
 
 
 def _sign_in(page: Page, demo: Demo, username: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.dashboard import workflows as wf
-from tests.dashboard.test_mission_pages import verified_item
+from tests.dashboard.workflows import verified_item
 from tests.e2e.screens import check_screen
 from tests.e2e.test_dashboard_browser import log_in, with_password
 from tests.factories import World, build_world, grant, human

@@ -15,8 +15,6 @@ import base64
 import itertools
 import json
 import os
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -26,7 +24,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parents[2]
+from tests.notifications.server_process import free_port, server_process
 
 
 def serve(folder: Path, port: int, fail_first: int) -> None:
@@ -109,12 +107,6 @@ class Receiver:
         return found
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def receiver(folder: Path, *, fail_first: int = 0) -> Iterator[Receiver]:
     """Run the receiver as a process of its own until the block exits."""
@@ -123,27 +115,8 @@ def receiver(folder: Path, *, fail_first: int = 0) -> Iterator[Receiver]:
         sys.executable, "-m", "tests.notifications.hook_receiver",
         str(folder), str(port), str(fail_first),
     ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=BASE_DIR, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the receiver did not start: {process.stderr.read()!r}"
-                    ) from None
-                time.sleep(0.05)
+    with server_process(command, port, name="receiver"):
         yield Receiver(folder=folder, port=port)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 if __name__ == "__main__":

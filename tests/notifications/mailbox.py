@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -13,13 +12,7 @@ from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
 
-BASE_DIR = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.notifications.server_process import free_port, server_process
 
 
 @dataclass
@@ -63,26 +56,5 @@ def smtp_server(folder: Path, *, refuse_first: int = 0) -> Iterator[Mailbox]:
         sys.executable, "-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{port}",
         "-c", "tests.notifications.smtp_sink.FolderHandler", str(folder), str(refuse_first),
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command, cwd=BASE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the SMTP server did not start: {process.stderr.read()!r}"
-                    ) from None
-                time.sleep(0.05)
+    with server_process(command, port, name="SMTP server", stdout=subprocess.DEVNULL) as process:
         yield Mailbox(folder, port, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)

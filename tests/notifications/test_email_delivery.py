@@ -13,7 +13,6 @@ from email.message import EmailMessage
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.test import Client
@@ -21,32 +20,13 @@ from django.test import Client
 from apps.notifications import preferences
 from apps.notifications.kinds import EmailMode, Kind
 from apps.notifications.models import Delivery, Notification
-from missionweave.celery import app
-from tests.celery_processes import CeleryProcesses
+from tests.notifications.delivery import PUBLIC_URL, delivery_env, settle
 from tests.notifications.mailbox import Mailbox, smtp_server
 from tests.notifications.story import cast, email_of, gated_item_accepted
 
-PUBLIC_URL = "http://mw.example.test"
-WAIT_S = 30.0
-
-
-def settle(check: Callable[[], bool], *, timeout: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
 
 def worker_env(mailbox: Mailbox, **more: str) -> dict[str, str]:
-    return {
-        "EMAIL_URL": mailbox.url,
-        "MWP_PUBLIC_URL": PUBLIC_URL,
-        "MWP_NOTIFY_INTERVAL_S": "0.5",
-        "MWP_NOTIFY_DEADLINE_LEAD_S": "600",
-        **more,
-    }
+    return delivery_env(EMAIL_URL=mailbox.url, MWP_NOTIFY_DEADLINE_LEAD_S="600", **more)
 
 
 def about(messages: list[EmailMessage], words: str) -> list[EmailMessage]:
@@ -55,16 +35,6 @@ def about(messages: list[EmailMessage], words: str) -> list[EmailMessage]:
 
 def text_of(message: EmailMessage) -> str:
     return message.get_body(preferencelist=("plain",)).get_content()
-
-
-@pytest.fixture
-def hints_to(monkeypatch: pytest.MonkeyPatch) -> Callable[[CeleryProcesses], None]:
-    """The hints this process sends after commit go to the test worker's queue."""
-
-    def point(processes: CeleryProcesses) -> None:
-        monkeypatch.setitem(app.conf, "task_default_queue", processes.queue)
-
-    return point
 
 
 def test_mission_owners_are_emailed_reminded_and_can_unsubscribe(

@@ -14,49 +14,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from django.contrib.auth import get_user_model
 
 from apps.notifications import hook_signing, hooks
 from apps.notifications.hook_models import DeliveryAttempt, GroupHook, HookKind, HookMessage
 from apps.notifications.models import Delivery, Notification
-from missionweave.celery import app
 from tests import factories
-from tests.celery_processes import CeleryProcesses
+from tests.notifications.delivery import PUBLIC_URL, WAIT_S, delivery_env, settle
 from tests.notifications.hook_receiver import receiver
 from tests.notifications.story import Cast, cast, gated_item_accepted
 
-PUBLIC_URL = "http://mw.example.test"
-WAIT_S = 40.0
-
-
-def settle(check: Callable[[], bool], *, timeout: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
 
 def worker_env(tmp_path: Path, **more: str) -> dict[str, str]:
-    return {
-        "MWP_PUBLIC_URL": PUBLIC_URL,
-        "MWP_NOTIFY_INTERVAL_S": "0.5",
-        "MWP_HOOK_BACKOFF_S": "0.5",
-        "MWP_VAR_DIR": str(tmp_path / "var"),
-        **more,
-    }
-
-
-@pytest.fixture
-def hints_to(monkeypatch: pytest.MonkeyPatch) -> Callable[[CeleryProcesses], None]:
-    """The hints this process sends after commit go to the test worker's queue."""
-
-    def point(processes: CeleryProcesses) -> None:
-        monkeypatch.setitem(app.conf, "task_default_queue", processes.queue)
-
-    return point
+    more = {"MWP_HOOK_BACKOFF_S": "0.5", **more}
+    return delivery_env(MWP_VAR_DIR=str(tmp_path / "var"), **more)
 
 
 def _hook(story: Cast, name: str, kind: str, url: str, kinds: list[str]) -> hooks.Created:

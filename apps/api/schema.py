@@ -192,6 +192,12 @@ class MissionSerializer(serializers.Serializer):
         help_text="[sequence, recorded_at, {dimension: cumulative used}] after each charge, "
         "oldest first, at most 120 points (R10.1-01(g))",
     )
+    change_requests = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="mission.changes_requested, oldest first, every one: {work_items, note, by, "
+        "sequence, recorded_at}; open while a WorkItem it names has no replaced_by, and "
+        "mission.approve is refused while one is open (R13.2-03; issue 36 §5)",
+    )
 
 
 class LeaseSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ not an active member of is 404, and so is a mission the group does not have.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -21,7 +22,16 @@ from django.views.decorators.http import require_safe
 from apps.ledger.write_path import Caller
 from apps.registry.models import Membership
 
-from . import mission_contexts, mission_reviews, mission_waiting, missions, names, selectors, work
+from . import (
+    change_requests,
+    mission_contexts,
+    mission_reviews,
+    mission_waiting,
+    missions,
+    names,
+    selectors,
+    work,
+)
 from .access import access_membership
 from .decision_forms import NotSent
 from .graph import GraphLayout, layout, render_list, render_svg, summary
@@ -72,8 +82,13 @@ def _page_context(
     if page is None:
         raise Http404("no such mission")
     packages = mission_contexts.mission_packages(group, mission)  # R13.3
+    asked = change_requests.open_requests(page.mission)  # issue 36 §5
+    if asked and page.actions.approvable:  # the approval waits for the replacements
+        holding = change_requests.holding_sentence(asked)
+        page = replace(page, actions=replace(page.actions, approvable=False, approve_note=holding))
     names.prime(
         [
+            *(request.by for request in asked),
             *mission_contexts.generators(packages),
             page.mission.created_by,
             page.ending.actor if page.ending else None,
@@ -85,6 +100,7 @@ def _page_context(
         "group": membership.group,
         "membership": membership,
         "page": page,
+        "change_requests": asked,
         "context_packages": packages,
         # R10.2-20, R10.2-21: what waits on ended work, and the replacements named
         "waiting": mission_waiting.mission_waiting(group, mission),
@@ -176,8 +192,10 @@ def _final_context(
     )
     if screen is None:
         raise Http404("no such mission")
+    asked = change_requests.open_requests(screen.mission)  # issue 36 §5
     names.prime(
         [
+            *(request.by for request in asked),
             screen.ending.actor if screen.ending else None,
             *(item.accepted.get("by") for item in screen.items if item.accepted),
             *(item.failed.get("by") for item in screen.items if item.failed),
@@ -190,6 +208,7 @@ def _final_context(
         "group": membership.group,
         "membership": membership,
         "screen": screen,
+        "change_requests": asked,
         "return_to": reverse("dashboard:mission-final-approval", args=[group, mission]),
         "work_item_base": _base("dashboard:work-item", group),
         "artifact_base": _base("dashboard:artifact", group),

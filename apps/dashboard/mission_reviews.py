@@ -24,6 +24,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.memberships import Membership as MembershipState
 
 from .artifact_facts import ArtifactFacts, artifact_facts
+from .change_requests import changes_sentence
 from .missions import (
     Ending,
     _as_tuple,
@@ -256,6 +257,9 @@ def refusal_sentence(refusal: ProtocolError | None, membership: MembershipState 
     if refusal.code == ErrorCode.FORBIDDEN:
         return who_may("mission.approve", "approve", membership)
     unfinished = (refusal.details or {}).get("unfinished")
+    asked = (refusal.details or {}).get("changes_requested")
+    if refusal.code == ErrorCode.ILLEGAL_TRANSITION and asked:  # issue 36 §5
+        return changes_sentence([str(item) for item in asked])
     if refusal.code == ErrorCode.ILLEGAL_TRANSITION and unfinished:
         return (
             f"{unfinished_sentence([str(item) for item in unfinished])} The mission can be "

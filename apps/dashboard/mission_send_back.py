@@ -1,15 +1,14 @@
 """At the final approval, ask for changes to chosen WorkItems instead of approving (issue 36 §5).
 
-What the protocol allows, per WorkItem (wire.md §9; R10.2-12, R10.2-13, R10.1-02):
+What the protocol allows (wire.md §9; R13.2-03 step 5, R10.2-13, R10.2-19, R10.2-21):
 
-- a **submitted** result is sent back: ``work.fail`` by a human mission owner, the note as a
-  ``needs_changes`` verdict (the review screen's "Send back"), so the coordinator offers it
-  again;
-- an **accepted** (``verified``) result cannot be sent back: ``verified`` is terminal and no
-  command reopens it. The closest existing decision is taken instead: the mission is not
-  approved, and the note is posted in the WorkItem's conversation (``work.message``), where
-  the coordinator reads it and carries the work on with a new WorkItem. The page says so
-  before anything is sent.
+- the chosen **accepted** (``verified``) results go in ONE ``mission.request_changes`` with the
+  note: ``verified`` is terminal, so nothing is reopened; the request is kept on the mission,
+  whose approval waits until the coordinator has replaced each of them (a new WorkItem with
+  ``replaces``) and the replacements have finished. The page says so before anything is sent;
+- a result still **submitted** is sent back as before: ``work.fail`` by a human mission owner,
+  the note as a ``needs_changes`` verdict (the review screen's "Send back"), so the
+  coordinator offers it again. An accepted result already replaced is not listed.
 
 The mission's human owners who may approve it use the page (the write path's
 ``mission.approve`` roles, asked of ``preview``); each command is sent as the person through
@@ -44,7 +43,7 @@ from .refusal_words import plain_refusal
 
 APPROVE = "mission.approve"
 SEND_BACK = "work.fail"
-NOTE = "work.message"
+REQUEST_CHANGES = "mission.request_changes"
 #: the states whose result a note at the final approval is about
 CHOOSABLE = ("submitted", "verified")
 #: WorkItems listed on the page (a mission's, in the order they were authorised)
@@ -83,30 +82,28 @@ class Choice:
     def consequence(self) -> str:
         if self.state == "submitted":
             return "sent back: the coordinator offers it again"
-        return "accepted already: your note goes to its conversation"
+        return "accepted already: the coordinator replaces it with new work, and the approval waits"
 
 
-def body_for(item: WorkItem, note: str, principal: str) -> tuple[str, dict[str, Any]]:
-    """The command for one chosen WorkItem: ``work.fail`` of a submitted result with the note
-    as a ``needs_changes`` verdict on its first criterion (as the review screen's "Send
-    back"), or, for an accepted result, the note in its conversation."""
-    if item.state == "submitted":
-        criteria = (item.data or {}).get("contract", {}).get("acceptance_criteria", [])
-        first = criteria[0] if criteria else {"id": "review", "method": "human_review"}
-        evidence = {
-            "criterion": first["id"],
-            "method": first.get("method", "human_review"),
-            "result": {
-                "verdict": "fail",
-                "summary": note,
-                "data": {"review_verdict": "needs_changes"},
-            },
-            "producer": principal,
-            "artifacts": [],
-        }
-        return SEND_BACK, {"work_item": item.work_item_id, "evidence": [evidence]}
-    text = f"Changes asked at the final approval of the mission: {note}"
-    return NOTE, {"work_item": item.work_item_id, "text": text[:10_000]}
+def changes_body(mission: Mission, chosen: list[WorkItem], note: str) -> dict[str, Any]:
+    """The one ``mission.request_changes`` for every chosen accepted result (R13.2-03)."""
+    ids = [item.work_item_id for item in chosen]
+    return {"mission": mission.mission_id, "work_items": ids, "note": note}
+
+
+def fail_body(item: WorkItem, note: str, principal: str) -> dict[str, Any]:
+    """``work.fail`` of a submitted result with the note as a ``needs_changes`` verdict on its
+    first criterion (as the review screen's "Send back")."""
+    criteria = (item.data or {}).get("contract", {}).get("acceptance_criteria", [])
+    first = criteria[0] if criteria else {"id": "review", "method": "human_review"}
+    evidence = {
+        "criterion": first["id"],
+        "method": first.get("method", "human_review"),
+        "result": {"verdict": "fail", "summary": note, "data": {"review_verdict": "needs_changes"}},
+        "producer": principal,
+        "artifacts": [],
+    }
+    return {"work_item": item.work_item_id, "evidence": [evidence]}
 
 
 def _mission_or_404(group: str, mission: str) -> Mission:
@@ -117,8 +114,9 @@ def _mission_or_404(group: str, mission: str) -> Mission:
 
 
 def _items(group: str, mission: str) -> list[WorkItem]:
+    """The mission's submitted results and its accepted ones not replaced yet."""
     rows = WorkItem.objects.filter(group_id=group, mission=mission, state__in=CHOOSABLE)
-    return list(rows.order_by("id")[:LISTED])
+    return [row for row in rows.order_by("id")[:LISTED] if not row.data.get("replaced_by")]
 
 
 def _page(
@@ -180,6 +178,22 @@ def mission_send_back(request: HttpRequest, group: str, mission: str) -> HttpRes
     return _send(request, membership_row, found, items, form, chosen=chosen)
 
 
+def _commands(
+    mission: Mission, chosen: list[WorkItem], note: str, principal: str
+) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """What the chosen items become: ONE ``mission.request_changes`` for the accepted ones,
+    then a ``work.fail`` per submitted one; each with the ids it covers."""
+    accepted = [item for item in chosen if item.state == "verified"]
+    commands = []
+    if accepted:
+        ids = [item.work_item_id for item in accepted]
+        commands.append((REQUEST_CHANGES, changes_body(mission, accepted, note), ids))
+    for item in chosen:
+        if item.state == "submitted":
+            commands.append((SEND_BACK, fail_body(item, note, principal), [item.work_item_id]))
+    return commands
+
+
 def _send(
     request: HttpRequest,
     membership: Membership,
@@ -191,9 +205,9 @@ def _send(
 ) -> HttpResponse:
     caller = Caller.for_user(request.user)
     base = form.cleaned_data.get("command_id") or new_command_id()
-    sent_back, noted = [], []
-    for index, item in enumerate(chosen):
-        type_, body = body_for(item, form.cleaned_data["note"], caller.principal)
+    asked, sent_back = [], []
+    commands = _commands(mission, chosen, form.cleaned_data["note"], caller.principal)
+    for index, (type_, body, ids) in enumerate(commands):
         try:
             submit_as_human(
                 caller=caller,
@@ -203,9 +217,9 @@ def _send(
                 command_id=f"{base}-{index}",
             )
         except ProtocolError as error:
-            done = len(sent_back) + len(noted)
-            said = f"{done} of {len(chosen)} were sent before this one. " if done else ""
-            words = f"Nothing was sent for {item.work_item_id}: {plain_refusal(error)} {said}"
+            done = len(asked) + len(sent_back)
+            said = f"{done} of {len(chosen)} were sent before this. " if done else ""
+            words = f"Nothing was sent for {', '.join(ids)}: {plain_refusal(error)} {said}"
             if error.code == ErrorCode.FORBIDDEN:
                 words = who_can(type_, "do this", membership.roles)
             return _page(
@@ -218,21 +232,21 @@ def _send(
                 refusal=error,
                 status=error.status,
             )
-        (sent_back if type_ == SEND_BACK else noted).append(item.work_item_id)
-    messages.success(request, _confirmation(sent_back, noted))
+        (asked if type_ == REQUEST_CHANGES else sent_back).extend(ids)
+    messages.success(request, _confirmation(asked, sent_back))
     target = [membership.group_id, mission.mission_id]
     return HttpResponseRedirect(reverse("dashboard:mission-final-approval", args=target))
 
 
-def _confirmation(sent_back: list[str], noted: list[str]) -> str:
+def _confirmation(asked: list[str], sent_back: list[str]) -> str:
     parts = []
+    if asked:
+        parts.append(
+            f"Changes asked of {', '.join(asked)}: the coordinator replaces "
+            f"{'it' if len(asked) == 1 else 'them'} with new work, and the approval waits for it"
+        )
     if sent_back:
         parts.append(f"Sent back {', '.join(sent_back)}: the coordinator offers it again")
-    if noted:
-        parts.append(
-            f"Your note is in the conversation of {', '.join(noted)}: an accepted result is not "
-            "reopened, a coordinator carries the work on"
-        )
     return "The mission is not approved. " + "; ".join(parts) + "."
 
 

@@ -19,7 +19,8 @@ approval_decided   whoever asked for the work: its human authoriser or proposer;
                    coordinators (never the person who decided)
 review_waiting     the group's human reviewers; with none, its human mission owners
 sent_back          whoever asked for the work (as above) and the human mission owners,
-                   but not the person who sent it back
+                   but not the person who sent it back; for ``mission.changes_requested``
+                   (issue 36 §5), the group's human coordinators, who replace the items
 mission_ready      the group's human mission owners (R10.2-22: nothing unfinished)
 deadline_near      (``deadlines``) the mission owners who may still approve, when the
                    item waits for approval; otherwise the human mission owners
@@ -67,6 +68,7 @@ TRIGGERS = frozenset(
         "work.submitted",
         "work.blocked",
         "work.asked",
+        "mission.changes_requested",
     }
 )
 
@@ -282,6 +284,26 @@ def sent_back(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
     )
 
 
+def changes_requested(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
+    """``mission.changes_requested`` (issue 36 §5): the group's human coordinators, who carry
+    the work on with replacements, told which items, the note, and the mission page."""
+    mission = facts.mission
+    if mission is None:
+        return []
+    payload = event["payload"]
+    items = ", ".join(str(item) for item in payload.get("work_items", ()))
+    return _drafts(
+        _without(facts.people.with_role(COORDINATOR), event["actor"]),
+        Kind.SENT_BACK,
+        event["event_id"],
+        subject_type="mission",
+        subject_id=mission.id,
+        title=f"{name(event['actor'])} asks for changes in “{mission.goal}”",
+        body=f"To replace: {items}. “{payload.get('note', '')}”",
+        link=f"/groups/{facts.group}/missions/{mission.id}/",
+    )
+
+
 def mission_ready(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
     """Once per mission and number of WorkItems: the mission is ready again only when more
     work was added and finished (R10.2-22)."""
@@ -380,6 +402,8 @@ def drafts_for(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
         drafts += review_waiting(event, facts, name)
     if kind == "work.failed":
         drafts += sent_back(event, facts, name)
+    if kind == "mission.changes_requested":
+        drafts += changes_requested(event, facts, name)
     if kind in FINISHING_EVENTS:
         drafts += mission_ready(event, facts, name)
     if kind == "work.blocked":

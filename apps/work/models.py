@@ -53,6 +53,8 @@ class Mission(models.Model):
     link = models.JSONField(decoder=ProjectionJSONDecoder, null=True, blank=True)
     #: ``used`` over time, bounded: [[sequence, recorded_at, {dimension: used}], ...]
     usage_series = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
+    #: ``mission.changes_requested``, oldest first (issue 36 §5, ``missions.changes``)
+    change_requests = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
 
     class Meta:
         constraints: ClassVar = [
@@ -82,6 +84,7 @@ class Mission(models.Model):
             created_sequence=self.created_sequence,
             link=self.link,
             usage_series=usage_series_of(self.usage_series),
+            change_requests=tuple(self.change_requests),
         )
 
     projection: ClassVar[ModelProjection]
@@ -105,6 +108,7 @@ Mission.projection = ModelProjection(
         "usage_series": [
             [sequence, recorded_at, used] for sequence, recorded_at, used in state.usage_series
         ],
+        "change_requests": [dict(request) for request in state.change_requests],
     },
 )
 

@@ -23,6 +23,9 @@ people take theirs:
   owner answers it on the WorkItem page); after a minute the coordinator answers it itself;
 - **blockers** (R11.4-04, R11.4-06, R10.2-10): a worker that blocked for an answer gets it
   after a while: the item goes back to its owner's queue and resumes from its checkpoint;
+- **changes asked** (R10.2-21, issue 36 §5): for each WorkItem a mission owner's open change
+  request names, a replacement on the same terms with the note added to its goal
+  (``change_requests``), so the mission goes round again;
 - **refused execution** (R10.2-06): a revision a mission owner refused waits for a corrected
   contract or a cancel — a person's call — so the coordinator neither offers it again nor
   counts it as waiting for an approval.
@@ -53,6 +56,7 @@ from missionweave.protocol.work.assessment import (
 from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import Offer, WorkItem
 
+from .change_requests import answer_change_requests
 from .contracts import (
     authorize_body,
     contract,
@@ -131,6 +135,14 @@ def plan(scene: Scene) -> list[Step]:
             moving += bool(next_steps) or _in_hand(item, scene.now)
             steps += next_steps
         steps += authorize_new_missions(scene, group)
+        # issue 36 §5: a mission owner's change request is answered with replacements
+        steps += answer_change_requests(
+            group,
+            scene.views[group],
+            lambda item: item.authorized_by == scene.me,
+            now=scene.now,
+            fresh_deadline=scene.later(HORIZON),
+        )
         steps += summarise_missions(scene, group)
     if moving < MOVING_TARGET and not steps:
         steps += new_mission(scene)

@@ -15,7 +15,7 @@ from .artifacts import manifests
 from .artifacts.citations import BY_COMMAND, named_by
 from .artifacts.naming import stored_keys
 from .facts import Command, Decision, StateKey, View
-from .missions import children, cleanup, lifecycle
+from .missions import changes, children, cleanup, lifecycle
 from .work import (
     approvals,
     asks,
@@ -105,6 +105,15 @@ _SPECS = (
         lifecycle.validate_approve,
         lifecycle.keys_of_mission_end,
         lifecycle.decide_approve,
+        humans_only=True,
+    ),
+    # R13.2-03 step 5 (issue 36 §5): the other answer at the final approval, by the same people
+    _spec(
+        changes.REQUEST,
+        changes.ROLES,
+        changes.validate_request_changes,
+        changes.keys_of_request_changes,
+        changes.decide_request_changes,
         humans_only=True,
     ),
     _spec(

@@ -150,6 +150,7 @@ def _mission(data: dict[str, Any]) -> Mission:
         created_sequence=data["created_sequence"],
         link=data["link"],
         usage_series=usage_series_of(data.get("usage_series", ())),
+        change_requests=tuple(dict(r) for r in data.get("change_requests", ())),
     )
 
 

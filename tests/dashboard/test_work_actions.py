@@ -268,11 +268,12 @@ def test_a_reviewer_gets_no_cancel_link_and_is_told_who_cancels(
 # --- ask for changes at the final approval --------------------------------------------------
 
 
-def test_at_the_final_approval_an_accepted_item_gets_the_note_and_the_mission_stays_open(
+def test_at_the_final_approval_accepted_items_are_asked_changes_of_in_one_command(
     dash: Dashboard,
 ) -> None:
-    """No command reopens a verified item (R10.2-12: verified is terminal): the note goes to
-    its conversation (work.message, R10.1-02) and the mission is not approved."""
+    """R13.2-03 step 5, R10.2-19: no command reopens a verified item; the chosen accepted
+    results go in ONE ``mission.request_changes`` with the note, and the mission is not
+    approved (tests/dashboard/test_change_requests.py: what the pages then say)."""
     group = dash.world.group
     mission = wf.mission(dash.world)
     item = wf.verified_item(dash.world, mission)
@@ -285,11 +286,17 @@ def test_at_the_final_approval_an_accepted_item_gets_the_note_and_the_mission_st
     missing = olga.post(url, {"note": "typed note"})
     assert missing.status_code == 400
     assert "typed note" in missing.content.decode()
+    before = wf.head(group)
     done = olga.post(url, {"work_items": [item], "note": "Add the timeline of the outage"})
     assert done.status_code == 302
     event = wf.last_event(group)
-    assert (event["type"], event["actor"]) == ("work.message_posted", "user:olga")
-    assert "Add the timeline of the outage" in event["payload"]["text"]
+    assert wf.head(group) == before + 1
+    assert (event["type"], event["actor"]) == ("mission.changes_requested", "user:olga")
+    assert event["payload"] == {
+        "mission": mission,
+        "work_items": [item],
+        "note": "Add the timeline of the outage",
+    }
     assert Mission.objects.get(group_id=group, mission_id=mission).state == "active"
     assert "The mission is not approved." in text(olga.get(done["Location"]).content.decode())
 

@@ -336,3 +336,32 @@ def test_a_workers_question_waits_for_a_person_then_the_coordinator_answers_it(w
     world.coordinator.open_session()
     assert harness.run(world.coordinator, steps[0]) == "ok work.message_posted"
     assert harness.state_of(GROUP).work_item("wi-asked").open_questions == ()
+
+
+def test_a_mission_owners_change_request_is_answered_with_a_replacement(world):
+    """Issue 36 §5 (R10.2-21, R13.2-03 step 5): olivia asks for changes to the verified
+    SUMMARY; the coordinator's next beat authorises ``<id>-r1`` replacing it — the same
+    contract terms with the note added to its goal, the same dependencies — which closes the
+    request; the beat after does not replace it again."""
+    note = "Add the incidents of the last week of November."
+    body = {"mission": "demo-m-incidents", "work_items": [story.SUMMARY], "note": note}
+    cast.submit_as_admin("olivia", "mission.request_changes", body, command_id="t-olivia-ch")
+    original = WorkItem.objects.get(group_id=GROUP, work_item_id=story.SUMMARY).data
+
+    sent = harness.beat(world, random.Random(0))
+    replacing = [(s, a) for s, a in sent if s.type == "work.authorize" and "replaces" in s.body]
+    [(step, answer)] = replacing
+    assert answer == "ok work.authorized,work.replaced"
+    new_id = f"{story.SUMMARY}-r1"
+    assert (step.body["work_item"], step.body["replaces"]) == (new_id, story.SUMMARY)
+    assert step.body["depends_on"] == original["depends_on"]
+    contract_ = step.body["contract"]
+    assert contract_["goal"] == f"{original['contract']['goal']} — changes asked: {note}"
+    same = {k: v for k, v in original["contract"].items() if k != "goal"}
+    assert {k: contract_[k] for k in same} == same
+    old = WorkItem.objects.get(group_id=GROUP, work_item_id=story.SUMMARY)
+    assert (old.state, old.data["replaced_by"]) == ("verified", new_id)
+    assert states()[new_id] in {"open", "offered"}
+
+    again = harness.beat(world, random.Random(0))
+    assert not [s for s, _a in again if s.type == "work.authorize" and "replaces" in s.body]

@@ -147,8 +147,9 @@ def accepted(world: World) -> tuple[str, str]:
 def test_at_the_final_approval_a_mission_owner_asks_for_changes_instead_of_approving(
     world: World, accepted: tuple[str, str], live_asgi_server: LiveServer, page: Page
 ) -> None:
-    """Issue 36 §5: an accepted result cannot be reopened (R10.2-12), so olga's note goes to
-    its conversation (R10.1-02) and the mission stays unapproved; the page says so first."""
+    """Issue 36 §5 (R13.2-03 step 5, R10.2-19): an accepted result is not reopened; olga's
+    note goes in one ``mission.request_changes``, the mission stays unapproved, and the final
+    approval and the mission page show the request and offer no approval while it is open."""
     mission, item = accepted
     server = live_asgi_server
     log_in(page, server, "olga")
@@ -160,6 +161,15 @@ def test_at_the_final_approval_a_mission_owner_asks_for_changes_instead_of_appro
     page.get_by_label("What must change").fill("Add the timeline of each incident")
     page.get_by_role("button", name="Ask for these changes").click()
     expect(page.locator("#flash")).to_contain_text("The mission is not approved.")
+    expect(page.locator("#flash")).to_contain_text(f"Changes asked of {item}")
+    asked = page.locator("#change-requests")
+    expect(asked).to_contain_text("Changes asked by olga on")
+    expect(asked).to_contain_text(
+        "“Add the timeline of each incident” — waiting for the coordinator"
+    )
+    expect(page.locator("[data-field=refusal]")).to_contain_text(f"Changes were asked of {item}")
+    expect(page.get_by_role("button", name=f"Approve mission {mission}")).to_have_count(0)
     check_screen(page, "actions-12-changes-asked")
-    page.goto(f"{server.url}/groups/{world.group}/work-items/{item}/")
-    expect(page.locator("#work-item-body")).to_contain_text("Add the timeline of each incident")
+    page.goto(f"{server.url}/groups/{world.group}/missions/{mission}/")
+    expect(page.locator("#change-requests")).to_contain_text("Add the timeline of each incident")
+    expect(page.get_by_role("link", name="Review and approve the mission")).to_have_count(0)

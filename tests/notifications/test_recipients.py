@@ -255,3 +255,21 @@ def test_an_ask_tells_the_people_named_and_links_the_screen_that_decides() -> No
     review = event("work.asked", actor=OLGA, asked=[RITA], **{"for": "review"})
     [draft] = drafts_for(review, facts(item=item(state="submitted")), name)
     assert (draft.principal, draft.link) == (RITA, "/groups/g/work-items/wi-1/review/")
+
+
+def test_changes_asked_at_the_final_approval_tell_the_human_coordinators() -> None:
+    """Issue 36 §5 (R13.2-03, R10.2-21): ``mission.changes_requested`` is a ``sent_back`` for
+    the group's human coordinators — who replace the items — with the items, the note and the
+    mission page; never the asker, never the mission owners (they asked)."""
+    asked = event("mission.changes_requested", actor=OLGA, mission="m-1",
+                  work_items=["wi-1", "wi-2"], note="Add March")  # fmt: skip
+    del asked["payload"]["work_item"]
+    drafts = drafts_for(asked, facts(mission=mission()), name)
+    assert told(drafts) == {"sent_back": [CORA]}
+    (draft,) = drafts
+    assert draft.title == "Olga asks for changes in “Know November”"
+    assert draft.body == "To replace: wi-1, wi-2. “Add March”"
+    assert (draft.subject_type, draft.subject_id) == ("mission", "m-1")
+    assert draft.link == "/groups/g/missions/m-1/"
+    assert "mission.changes_requested" in TRIGGERS
+    assert drafts_for(asked, facts(), name) == []  # no mission found: nobody told

@@ -37,6 +37,7 @@ def test_create_appends_mission_created_with_the_body() -> None:
         "created_sequence": 1,
         "link": None,
         "usage_series": [],
+        "change_requests": [],
     }
 
 

@@ -53,6 +53,7 @@ def test_a_created_mission_is_served_with_the_wire_fields(world: World) -> None:
         "created_sequence": outcome.body["events"][0]["sequence"],
         "link": None,
         "usage_series": [],
+        "change_requests": [],
     }
 
 

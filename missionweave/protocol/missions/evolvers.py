@@ -6,6 +6,7 @@ from ..budgets import CHARGE_EVENTS, add_usage, non_zero
 from ..evolvers import REGISTRY, evolves
 from ..facts import Fact, StateKey
 from ..frozen import replace
+from .changes import REQUESTED, changes_requested
 from .model import ACTIVE, Mission, mission_key
 from .usage import with_point
 
@@ -55,6 +56,12 @@ def _created(current: Mission | None, fact: Fact, key: StateKey) -> Mission:
 @evolves("mission.approved", "mission.failed", "mission.cancelled", aggregate=MISSION)
 def _ended(mission: Mission, fact: Fact, key: StateKey) -> Mission:
     return replace(mission, state=fact.type.removeprefix("mission."))
+
+
+@evolves(REQUESTED, aggregate=MISSION)
+def _changes_requested(mission: Mission, fact: Fact, key: StateKey) -> Mission:
+    """R13.2-03 step 5 (issue 36 §5): the request kept on the mission."""
+    return changes_requested(mission, fact)
 
 
 @evolves("work.authorized", aggregate=MISSION)

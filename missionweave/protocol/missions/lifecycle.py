@@ -10,6 +10,7 @@ from ..errors import ErrorCode, ProtocolError
 from ..facts import Command, Decision, NewEvent, StateKey, View
 from ..validation import check_amounts, check_fields, check_id, check_text
 from ..work.items import work_item_key
+from .changes import require_no_open_requests
 from .children import LINK_APPROVED, LINK_FAILED, tell_parent
 from .model import Mission, mission_key, mission_or_404, refuse_existing, require_active_mission
 
@@ -94,6 +95,7 @@ def decide_approve(view: View, command: Command) -> Decision:
             requirement="R10.2-22",
             details={"unfinished": unfinished},
         )
+    require_no_open_requests(view, mission)  # issue 36 §5: changes asked, not yet replaced
     approval = {
         "criterion": "child_mission_approved",
         "method": "human_review",

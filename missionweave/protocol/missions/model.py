@@ -34,6 +34,9 @@ class Mission:
     #: ``used`` over time, for charts of used against limit: (sequence, recorded_at,
     #: {dimension: cumulative used}) after each charge, bounded (``missions.usage``)
     usage_series: tuple[tuple[int, str, dict[str, float | int]], ...] = ()
+    #: ``mission.changes_requested``, oldest first: {work_items, note, by, sequence,
+    #: recorded_at}; open while an item named has no replacement (``missions.changes``)
+    change_requests: tuple[dict[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """The Mission projection as served by ``GET /groups/{g}/missions/{id}``."""
@@ -52,6 +55,7 @@ class Mission:
                 [sequence, recorded_at, dict(used)]
                 for sequence, recorded_at, used in self.usage_series
             ],
+            "change_requests": [dict(request) for request in self.change_requests],
         }
 
 

@@ -10,6 +10,11 @@ WorkItem's ``depends_on`` cannot be changed once authorised. **Choices**: only a
 item of its own mission; a replaced item is not offered again (its replacement carries the
 work), and a replacement that depends, even transitively, on what it replaces is
 ``DEPENDENCY_CYCLE`` (it would wait on itself).
+
+A ``verified`` item may be replaced too, but only while an open change request of its mission
+names it (``mission.request_changes``, issue 36 §5): a mission owner sent its accepted result
+back at the final approval. It stays ``verified`` (terminal, R10.2-19) and gets
+``replaced_by``; what depends on it now waits for the replacement.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 from .. import states as S
 from ..errors import ErrorCode, ProtocolError
 from ..facts import NewEvent, StateKey, View
+from ..missions.changes import asked_to_replace
 from ..validation import check_id, malformed
 from .dependencies import REPLACED
 from .items import WorkItem, work_item_key
@@ -58,23 +64,24 @@ def replaced_events(view: View, body: dict[str, Any]) -> list[NewEvent]:
             "$.replaces",
             "R10.2-21",
         )
-    if replaced.state not in REPLACEABLE:
-        raise ProtocolError(
-            ErrorCode.ILLEGAL_TRANSITION,
-            f"{replaced_id} is {replaced.state}: only a failed or cancelled WorkItem is replaced",
-            requirement="R10.2-21",
-            details={
-                "work_item": replaced_id,
-                "state": replaced.state,
-                "allowed_from": sorted(REPLACEABLE),
-            },
-        )
     if replaced.replaced_by is not None:
         raise ProtocolError(
             ErrorCode.ILLEGAL_TRANSITION,
             f"{replaced_id} was already replaced by {replaced.replaced_by}",
             requirement="R10.2-21",
             details={"work_item": replaced_id, "replaced_by": replaced.replaced_by},
+        )
+    if replaced.state not in REPLACEABLE and not asked_to_replace(view, body["mission"], replaced):
+        raise ProtocolError(
+            ErrorCode.ILLEGAL_TRANSITION,
+            f"{replaced_id} is {replaced.state}: only a failed or cancelled WorkItem is replaced, "
+            "or a verified one a mission owner asked changes of (mission.request_changes)",
+            requirement="R10.2-21",
+            details={
+                "work_item": replaced_id,
+                "state": replaced.state,
+                "allowed_from": sorted(REPLACEABLE),
+            },
         )
     payload = {"work_item": replaced_id, "replaced_by": body["work_item"]}
     return [NewEvent(REPLACED, payload)]

@@ -1,0 +1,113 @@
+"""Asking for changes at the final approval, on the dashboard (issue 36 §5; R13.2-03 step 5,
+R10.2-19, R10.2-21).
+
+The "Ask for changes instead…" page sends ONE ``mission.request_changes`` for the accepted
+results chosen; the mission page and the final-approval screen then say, in plain words, who
+asked what of which WorkItems and that the coordinator replaces them, and neither offers the
+approval until the replacements exist and have finished. Real PostgreSQL, the one write path.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.work.models import Mission
+from missionweave.protocol.examples import example_contract
+from tests.dashboard import workflows as wf
+from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.html import element, text
+
+pytestmark = pytest.mark.django_db
+
+NOTE = "Add the timeline of the outage"
+
+
+def _asked(dash: Dashboard) -> tuple[str, str, str]:
+    """A mission of two verified items (``second`` waits on ``first``), both sent back by
+    olga from the page; returns (mission, first, second)."""
+    world = dash.world
+    mission = wf.mission(world)
+    first = wf.verified_item(world, mission)
+    second = wf.verified_item(world, mission, depends_on=(first,))
+    url = f"/groups/{world.group}/missions/{mission}/final-approval/send-back/"
+    before = wf.head(world.group)
+    done = logged_in(world.olga).post(url, {"work_items": [first, second], "note": NOTE})
+    assert done.status_code == 302, done.content.decode()[:2000]
+    assert wf.head(world.group) == before + 1  # one command, one event
+    event = wf.last_event(world.group)
+    assert event["type"] == "mission.changes_requested"
+    assert event["payload"]["work_items"] == [first, second]
+    return mission, first, second
+
+
+def test_the_page_sends_one_request_and_both_pages_say_what_holds_the_approval(
+    dash: Dashboard,
+) -> None:
+    """R13.2-03 step 5: after the request the final-approval screen and the mission page show
+    it in words — who, the items' goals, the note, waiting for the coordinator — and offer no
+    approval, saying why."""
+    group = dash.world.group
+    mission, first, second = _asked(dash)
+    olga = logged_in(dash.world.olga)
+    assert Mission.objects.get(group_id=group, mission_id=mission).state == "active"
+
+    final = olga.get(f"/groups/{group}/missions/{mission}/final-approval/").content.decode()
+    shown = text(element(final, "id", "change-requests"))
+    assert "Changes asked by olga on" in shown
+    assert f"“{NOTE}” — waiting for the coordinator to replace them." in shown
+    assert shown.count("Summarise the incident reports of November") == 2  # each item's goal
+    assert "final-approve-form" not in final
+    refusal = text(element(final, "data-field", "refusal"))
+    assert refusal == (
+        f"Changes were asked of {first}, {second}: the mission can be approved once the "
+        "coordinator has replaced them and the replacements have finished."
+    )
+
+    page = olga.get(f"/groups/{group}/missions/{mission}/").content.decode()
+    assert "Changes asked by olga on" in text(element(page, "id", "change-requests"))
+    assert "Review and approve the mission" not in page
+    assert text(element(page, "data-field", "approve-note")).startswith(
+        f"Changes were asked of {first}, {second}"
+    )
+
+
+def test_once_the_coordinator_replaces_the_items_the_request_is_no_longer_shown(
+    dash: Dashboard,
+) -> None:
+    """R10.2-21: the coordinator's replacements (``work.authorize`` with ``replaces``) close
+    the request; the approval then waits for them as unfinished work."""
+    world = dash.world
+    mission, first, second = _asked(dash)
+    for old, depends_on in ((first, []), (second, [first])):
+        body = {
+            "work_item": f"{old}-r1",
+            "mission": mission,
+            "contract": example_contract(),
+            "depends_on": depends_on,
+            "replaces": old,
+        }
+        wf.submit(world.w1, world.group, "work.authorize", body)
+    olga = logged_in(world.olga)
+    final = olga.get(f"/groups/{world.group}/missions/{mission}/final-approval/").content.decode()
+    assert 'id="change-requests"' not in final
+    assert "2 WorkItems are not finished" in text(element(final, "data-field", "refusal"))
+    page = olga.get(f"/groups/{world.group}/missions/{mission}/").content.decode()
+    assert 'id="change-requests"' not in page
+
+
+def test_a_replaced_result_is_not_offered_again_on_the_send_back_page(dash: Dashboard) -> None:
+    """An accepted result already replaced cannot be asked about again (wire.md §9): the page
+    lists its replacement's work, not it."""
+    world = dash.world
+    mission, first, _second = _asked(dash)
+    body = {
+        "work_item": f"{first}-r1",
+        "mission": mission,
+        "contract": example_contract(),
+        "depends_on": [],
+        "replaces": first,
+    }
+    wf.submit(world.w1, world.group, "work.authorize", body)
+    url = f"/groups/{world.group}/missions/{mission}/final-approval/send-back/"
+    form = logged_in(world.olga).get(url).content.decode()
+    assert f'value="{first}"' not in form

@@ -334,8 +334,10 @@ def _missions(group: GroupRef) -> list[MissionEntry]:
         .distinct()
     )
     rows = Mission.objects.filter(group_id=group.id, state=MissionStatus.ACTIVE).values_list(
-        "mission_id", "goal", "created_sequence", "work_items"
+        "mission_id", "goal", "created_sequence", "work_items", "change_requests"
     )
+    ready = [row for row in rows if row[3] and row[0] not in unfinished]
+    held = _held_for_changes(group, ready)
     return [
         MissionEntry(
             group=group,
@@ -344,9 +346,30 @@ def _missions(group: GroupRef) -> list[MissionEntry]:
             since_sequence=created,
             items=len(items),
         )
-        for mission, goal, created, items in rows
-        if items and mission not in unfinished
+        for mission, goal, created, items, _requests in ready
+        if mission not in held
     ]
+
+
+def _held_for_changes(group: GroupRef, rows: list[tuple[Any, ...]]) -> set[str]:
+    """The missions a mission owner asked changes of that wait for their replacements: not
+    ready for final approval until the coordinator has replaced every item named (issue 36
+    §5; ``missions.changes``: a request is open while an item it names has no replacement)."""
+    named = {
+        mission: {item for request in requests for item in request["work_items"]}
+        for mission, _goal, _created, _items, requests in rows
+        if requests
+    }
+    if not named:
+        return set()
+    everything = set().union(*named.values())
+    rows_found = WorkItem.objects.filter(group_id=group.id, work_item_id__in=everything)
+    unreplaced = {
+        work_item
+        for work_item, replaced_by in rows_found.values_list("work_item_id", "data__replaced_by")
+        if not replaced_by
+    }
+    return {mission for mission, items in named.items() if items & unreplaced}
 
 
 def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.dashboard.inbox import inbox_of
 from apps.work.models import Mission
 from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
@@ -111,3 +112,23 @@ def test_a_replaced_result_is_not_offered_again_on_the_send_back_page(dash: Dash
     url = f"/groups/{world.group}/missions/{mission}/final-approval/send-back/"
     form = logged_in(world.olga).get(url).content.decode()
     assert f'value="{first}"' not in form
+
+
+def _missions_to_approve(dash: Dashboard) -> list[str]:
+    inbox = inbox_of(dash.world.olga.caller)
+    (section,) = [section for section in inbox.sections if section.key == "missions"]
+    return [entry.mission for entry in section.entries]
+
+
+def test_the_inbox_holds_a_mission_back_while_its_changes_wait_for_replacements(
+    dash: Dashboard,
+) -> None:
+    """Issue 36 §5: a mission whose owner asked for changes is not "to approve" until the
+    coordinator has replaced every item named (and then not until the replacements finish)."""
+    world = dash.world
+    mission = wf.mission(world)
+    first = wf.verified_item(world, mission)
+    assert mission in _missions_to_approve(dash)
+    url = f"/groups/{world.group}/missions/{mission}/final-approval/send-back/"
+    logged_in(world.olga).post(url, {"work_items": [first], "note": NOTE})
+    assert mission not in _missions_to_approve(dash)

@@ -46,6 +46,9 @@ WATCH_PAGE = """
   window.WebSocket = class extends Native {
     constructor(...args) {
       super(...args);
+      // the group's event stream only: the header's bell keeps its own socket, which is the
+      // person's, not the group's, and stays open when one group's membership ends
+      if (!String(args[0]).includes("/ws/v1/stream")) return;
       const record = { socket: this, openedAt: Date.now(), closedAt: null };
       window.__sockets.push(record);
       this.addEventListener("close", () => (record.closedAt = Date.now()));

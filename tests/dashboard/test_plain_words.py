@@ -22,7 +22,7 @@ from apps.artifacts.models import GroupArtifact
 from apps.dashboard.accounts import create_token
 from apps.demo import cast, story
 from apps.ledger.write_path import Caller, submit_as_human
-from apps.registry.models import ApiToken
+from apps.registry.models import ApiToken, Membership
 from apps.work.models import Mission, WorkItem
 from tests.dashboard.plain_words import jargon_in, visible_text
 
@@ -98,6 +98,12 @@ def _args(name: str, pattern: URLPattern, group: str, user: object) -> Iterator[
         "digest": list(
             GroupArtifact.objects.filter(group_id=group).values_list("digest", flat=True)[:6]
         ),
+        "agent": [  # the group's agents (issue 37 §3)
+            principal.removeprefix("agent:")
+            for principal in Membership.objects.filter(
+                group_id=group, active=True, principal__startswith="agent:"
+            ).values_list("principal", flat=True)
+        ],
         "token": [
             str(pk) for pk in ApiToken.objects.filter(user=user).values_list("pk", flat=True)
         ],
@@ -135,7 +141,7 @@ def test_every_route_is_walked_or_named_as_not_a_page() -> None:
     assert routes.keys() >= NOT_PAGES
     for name, pattern in routes.items():
         keys = set(pattern.pattern.converters)
-        assert keys <= {"group", "work_item", "mission", "digest", "token"}, name
+        assert keys <= {"group", "work_item", "mission", "digest", "token", "agent"}, name
 
 
 @pytest.mark.parametrize("username", ["admin", "olivia", "rita"])

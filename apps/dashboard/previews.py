@@ -228,6 +228,13 @@ def _read(digest: str, keep: int, principal: str) -> tuple[bytes, int]:
         raise
 
 
+def verified_head(digest: str, keep: int, *, principal: str) -> tuple[bytes, int]:
+    """The first ``keep`` bytes of ``digest`` and its size, every byte hashed first (R13.1-05):
+    for a comparison that needs the bytes rather than a preview (``resubmission_reads``).
+    :class:`Corrupted` (and recorded) when they do not match, ``OSError`` when unreadable."""
+    return _read(digest, keep, principal)
+
+
 def _base_type(media_type: object) -> str:
     if not isinstance(media_type, str):
         return ""

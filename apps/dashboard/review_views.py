@@ -31,6 +31,7 @@ from .access import access_membership
 from .actions import new_command_id, refused
 from .asking import REVIEW, ask_panel
 from .decision_forms import NotSent, Typed, membership_or_none, not_a_member
+from .resubmission_reads import changes_since_previous
 from .review_forms import Draft, ReviewSubmission, parse_review, posted_draft, review_payload
 from .review_words import refusal_text
 
@@ -154,6 +155,7 @@ def _page(request: HttpRequest, membership: Membership, work_item: str) -> dict[
     if page is None:
         raise Http404("no submission to review")
     asking = ask_panel(_caller(request), membership.to_state(), group, page.item, REVIEW)
+    changes = changes_since_previous(group, page.item, page.submission, principal=page.principal)
     names.prime(
         [
             *asking.principals,
@@ -162,9 +164,15 @@ def _page(request: HttpRequest, membership: Membership, work_item: str) -> dict[
             *(a.producer for a in page.artifacts),
             page.reservation.reviewer if page.reservation else "",
             page.decided.by if page.decided else "",
+            *(
+                (changes.previous_by, changes.decision.by if changes.decision else "")
+                if changes
+                else ()
+            ),
         ]
     )
-    return {"group": membership.group, "membership": membership, "page": page, "asking": asking}
+    context = {"group": membership.group, "membership": membership, "page": page}
+    return {**context, "asking": asking, "changes": changes}
 
 
 def _detail(

@@ -109,7 +109,7 @@ def _page_context(
         "return_to": reverse("dashboard:mission", args=[group, mission]),
         # the pieces of the links the page repeats per row, reversed once
         "work_item_base": _base("dashboard:work-item", group),
-        "timeline_base": reverse("dashboard:group", args=[group]),
+        "timeline_base": reverse("dashboard:timeline", args=[group]),
     }
 
 
@@ -212,7 +212,7 @@ def _final_context(
         "return_to": reverse("dashboard:mission-final-approval", args=[group, mission]),
         "work_item_base": _base("dashboard:work-item", group),
         "artifact_base": _base("dashboard:artifact", group),
-        "timeline_base": reverse("dashboard:group", args=[group]),
+        "timeline_base": reverse("dashboard:timeline", args=[group]),
         "typed": {},
     }
 

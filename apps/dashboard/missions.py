@@ -32,6 +32,7 @@ from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.schedule import DISCLOSE
 
 from .charts import BudgetChart, budget_charts
+from .event_lookup import words_at
 from .graph import GraphLayout, GraphNode, layout
 from .role_words import who_can
 from .timeline import event_family
@@ -157,6 +158,7 @@ class TimelineEntry:
     actor: str
     work_item: str | None  # None: the mission's own event
     recorded_at: datetime | None = None
+    words: str = ""  # the event in a sentence (event_words)
 
     @property
     def family(self) -> str:
@@ -454,8 +456,16 @@ def mission_timeline(
                 )
     shown = sorted(entries.values(), key=lambda entry: -entry.sequence)[:TIMELINE_SHOWN]
     times = _recorded(mission.group_id, (entry.sequence for entry in shown))
+    said = words_at(mission.group_id, (entry.sequence for entry in shown))
     return tuple(
-        TimelineEntry(e.sequence, e.type, e.actor, e.work_item, times.get(e.sequence))
+        TimelineEntry(
+            e.sequence,
+            e.type,
+            e.actor,
+            e.work_item,
+            times.get(e.sequence),
+            said.get(e.sequence, ""),
+        )
         for e in shown
     )
 

@@ -7,6 +7,7 @@ from django.urls import path
 
 from . import (
     account_views,
+    agents_views,
     approval_views,
     artifact_views,
     ask_views,
@@ -19,6 +20,7 @@ from . import (
     mission_send_back,
     mission_views,
     review_views,
+    timeline_views,
     views,
     work_item_add,
     work_item_cancel,
@@ -85,4 +87,6 @@ urlpatterns += [
     *work_item_add.urlpatterns,
     *work_item_cancel.urlpatterns,
     *mission_send_back.urlpatterns,
+    *timeline_views.urlpatterns,
+    *agents_views.urlpatterns,
 ]

@@ -37,6 +37,7 @@ from missionweave.protocol.work.items import Offer, work_item_key
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
+from .event_lookup import words_for
 from .timeline import event_family
 from .work_item_cards import Execution, execution_of
 
@@ -318,6 +319,7 @@ class HistoryEntry:
     type: str
     actor: str
     recorded_at: datetime | None
+    words: str = ""  # the event in a sentence (event_words)
 
     @property
     def family(self) -> str:
@@ -438,8 +440,15 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
             group_id=group_id, sequence__in=sequences
         ).values_list("sequence", "document")
     }
+    said = words_for(group_id, documents)
     history = tuple(
-        HistoryEntry(sequence, type_, actor, _recorded_at(documents.get(sequence, {})))
+        HistoryEntry(
+            sequence,
+            type_,
+            actor,
+            _recorded_at(documents.get(sequence, {})),
+            said.get(sequence, ""),
+        )
         for sequence, type_, actor in reversed(item.history)
     )
     messages = []

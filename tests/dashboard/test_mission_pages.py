@@ -20,6 +20,7 @@ from apps.registry import services
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import element, text
+from tests.dashboard.plain_words import visible_text
 from tests.factories import HumanPersona, grant, group, human, now_text, unique
 
 pytestmark = pytest.mark.django_db
@@ -313,7 +314,12 @@ def test_the_timeline_slice_lists_the_newest_events_each_linked_to_the_group_tim
     created = re.search(r"#event-(\d+)", element(html, "class", "facts facts--inline"))
     assert sequences[-1] == int(created.group(1))  # type: ignore[union-attr]
     newest = element(timeline, "data-sequence", str(head))
-    assert f'href="/groups/{scene.group}/?before={head + 1}#event-{head}"' in newest
+    # issue 37 §2: into the Timeline, filtered to the mission, the event on top
+    assert (
+        f'href="/groups/{scene.group}/timeline/?mission={scene.mission}&amp;before={head + 1}'
+        f'#event-{head}"'
+    ) in newest
+    assert "wrote on “" in visible_text(newest)  # the event in words, the type on hover
     assert "work.message_posted" in newest
     assert f'href="/groups/{scene.group}/work-items/{item}/"' in newest
     assert "mission.created" in timeline

@@ -211,8 +211,13 @@ def test_work_item_page_shows_contract_budgets_offers_lease_history_and_conversa
     assert sequences == sorted(sequences, reverse=True)
     assert len(sequences) == 6
     newest = sequences[0]
-    assert f'href="/groups/{owners.group}/?before={newest + 1}#event-{newest}"' in history
-    assert "work.message_posted" in history
+    # issue 37 §2: into the Timeline, filtered to the WorkItem, the event on top
+    assert (
+        f'href="/groups/{owners.group}/timeline/?work_item={item}&amp;before={newest + 1}'
+        f'#event-{newest}"'
+    ) in history
+    assert 'title="work.message_posted"' in history  # the type only on hover
+    assert "wrote on “" in visible_text(history) or "asked a question on “" in visible_text(history)
 
 
 def test_the_timeline_link_of_a_history_entry_lands_on_that_event(owners: Owners) -> None:

@@ -105,8 +105,9 @@ def test_the_mission_page_follows_its_work_items_live_and_is_accessible(
         "data-state", "offered", timeout=LIVE_BUDGET_MS
     )
     assert page.evaluate("() => window.__sameDocument") is True
+    # issue 37 §2: the event in words (its type only on hover)
     expect(page.locator('#mission-timeline [data-field="timeline"] li').first).to_contain_text(
-        "work.offered"
+        " offered “"
     )
     check_screen(page, "mission-page-live")
 

@@ -29,6 +29,8 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from missionweave.protocol.artifacts.manifests import DEFAULT_MEDIA_TYPE
+
 #: Markdown longer than this is shown as text (worst case ~0.7 s of rendering at this size)
 MARKDOWN_BYTES = 64 * 1024
 #: a CSV preview shows its header and this many rows
@@ -61,6 +63,37 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 # --- sniffing -----------------------------------------------------------------------------
+
+
+#: application types that are text (``text/*`` and ``+xml`` are as well); SVG among them:
+#: it is shown as its source, never drawn, because it can carry script
+TEXT_APPLICATION_TYPES = frozenset(
+    {
+        "application/xml",
+        "application/javascript",
+        "application/x-yaml",
+        "application/yaml",
+        "application/toml",
+        "application/x-sh",
+        "application/sql",
+        "image/svg+xml",
+    }
+)
+#: types that say nothing: the bytes are sniffed instead
+UNNAMED_TYPES = frozenset({"", DEFAULT_MEDIA_TYPE})
+
+
+def is_json_type(media_type: str) -> bool:
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+def is_text_type(media_type: str) -> bool:
+    """A type shown as text: ``text/*``, ``+xml``, or one of ``TEXT_APPLICATION_TYPES``."""
+    return (
+        media_type.startswith("text/")
+        or media_type.endswith("+xml")
+        or media_type in TEXT_APPLICATION_TYPES
+    )
 
 
 def image_type(head: bytes) -> str | None:

@@ -57,22 +57,6 @@ UNAVAILABLE = "unavailable"
 
 _MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
 _CSV_DELIMITERS = {"text/csv": ",", "text/tab-separated-values": "\t"}
-#: application types that are text (``text/*`` and ``+xml`` are as well); SVG among them:
-#: it is shown as its source, never drawn, because it can carry script
-_TEXT_APPLICATION_TYPES = frozenset(
-    {
-        "application/xml",
-        "application/javascript",
-        "application/x-yaml",
-        "application/yaml",
-        "application/toml",
-        "application/x-sh",
-        "application/sql",
-        "image/svg+xml",
-    }
-)
-#: types that say nothing: the bytes are sniffed instead
-_UNNAMED_TYPES = frozenset({"", DEFAULT_MEDIA_TYPE})
 
 
 class ArtifactNotFound(LookupError):
@@ -241,18 +225,6 @@ def _base_type(media_type: object) -> str:
     return media_type.split(";", 1)[0].strip().lower()
 
 
-def _is_json_type(media_type: str) -> bool:
-    return media_type == "application/json" or media_type.endswith("+json")
-
-
-def _is_text_type(media_type: str) -> bool:
-    return (
-        media_type.startswith("text/")
-        or media_type.endswith("+xml")
-        or media_type in _TEXT_APPLICATION_TYPES
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Shown:
     kind: str
@@ -309,7 +281,7 @@ def _declared(media_type: str, head: bytes, complete: bool) -> _Shown:
         if table is None:
             return _Shown(TEXT, media_type, text=shown.text, note="not valid CSV: shown as text")
         return _Shown(CSV, media_type, table=table)
-    if _is_json_type(media_type):
+    if formats.is_json_type(media_type):
         shown = _as_text(media_type, head, complete)
         if shown.kind != TEXT:
             return shown
@@ -319,14 +291,14 @@ def _declared(media_type: str, head: bytes, complete: bool) -> _Shown:
         if pretty is None:
             return _Shown(TEXT, media_type, text=shown.text, note="not valid JSON: shown as text")
         return _Shown(JSON, media_type, text=pretty)
-    if _is_text_type(media_type):
+    if formats.is_text_type(media_type):
         return _as_text(media_type, head, complete)
     return _Shown(BINARY, media_type)
 
 
 def _shown(manifest: dict[str, Any] | None, head: bytes, complete: bool) -> tuple[_Shown, bool]:
     declared = _base_type((manifest or {}).get("media_type"))
-    if declared in _UNNAMED_TYPES:
+    if declared in formats.UNNAMED_TYPES:
         return _sniffed(head, complete), False
     return _declared(declared, head, complete), True
 

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from missionweave.protocol.artifacts.manifests import DEFAULT_MEDIA_TYPE
-
 from . import preview_formats as formats
 from .preview_formats import Diff
 
@@ -52,20 +50,6 @@ JSON_DEPTH = 64
 #: lists longer than this are compared index by index, not aligned (difflib is quadratic)
 JSON_ALIGN_ITEMS = 2000
 
-#: application types that are text (``text/*`` and ``+xml`` are too), as ``previews`` shows them
-_TEXT_APPLICATION_TYPES = frozenset(
-    {
-        "application/xml",
-        "application/javascript",
-        "application/x-yaml",
-        "application/yaml",
-        "application/toml",
-        "application/x-sh",
-        "application/sql",
-        "image/svg+xml",
-    }
-)
-_UNNAMED_TYPES = frozenset({"", DEFAULT_MEDIA_TYPE})
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -222,11 +206,11 @@ def content_kind(media_type: str, text: str | None) -> str:
     if text is None:
         return BINARY
     base = _base_type(media_type)
-    if base in _UNNAMED_TYPES:
+    if base in formats.UNNAMED_TYPES:
         return JSON if formats.looks_like_json(text) else TEXT
-    if base == "application/json" or base.endswith("+json"):
+    if formats.is_json_type(base):
         return JSON
-    if base.startswith("text/") or base.endswith("+xml") or base in _TEXT_APPLICATION_TYPES:
+    if formats.is_text_type(base):
         return TEXT
     return BINARY
 

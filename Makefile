@@ -46,9 +46,11 @@ chromium:
 	@scripts/chromium.sh
 
 # The embedded default: whatever DATABASE_URL / REDIS_URL the environment has, none needed.
+# `make demo PORT=8101` serves on another port when 8000 is taken.
+PORT ?= 8000
 demo: bootstrap
 	$(LOCAL_ENV) $(PY) manage.py migrate --no-input -v 0
-	$(LOCAL_ENV) $(PY) manage.py demo
+	$(LOCAL_ENV) $(PY) manage.py demo --port $(PORT)
 
 lint: bootstrap
 	$(VENV)/bin/ruff check .

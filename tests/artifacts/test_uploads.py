@@ -148,7 +148,12 @@ def test_a_chunked_body_over_the_limit_is_cut_at_the_limit(
     fs_server: ArtifactServer, live_world: World
 ) -> None:
     """wire§1: without a Content-Length the bytes are counted as they arrive: one past the
-    limit is 413 TOO_LARGE, the spool is removed and nothing is kept."""
+    limit is 413 TOO_LARGE, the spool is removed and nothing is kept.
+
+    The body never ends (no last chunk is sent), so an answer at all proves the refusal came
+    on the way. How much the client managed to send first is not asserted: loopback socket
+    buffers (tcp_rmem reaches 32 MiB here) absorb megabytes while a loaded server catches up.
+    """
     piece = os.urandom(64 * 1024)
     digest = sha256_digest(b"over the limit")
     sent = 0
@@ -175,7 +180,6 @@ def test_a_chunked_body_over_the_limit_is_cut_at_the_limit(
     assert status == 413
     assert headers["connection"] == "close"
     assert raw_error(body, "TOO_LARGE")["details"] == {"limit": MAX_BYTES}
-    assert sent < 2 * MAX_BYTES  # refused on the way, not after the whole body
     assert eventually(lambda: _nothing_kept(fs_server, digest))
 
 

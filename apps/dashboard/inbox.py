@@ -31,9 +31,10 @@ Everything comes from the projections the write path keeps.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from math import ceil
 from typing import Any
 
 from django.db.models.fields.json import KT
@@ -62,6 +63,8 @@ from .inbox_entries import (
     ReviewEntry,
     Section,
 )
+from .snooze import EntryKey
+from .triage import PAGE, Triage
 from .work import GRANT_EXECUTION, grant_refusals, is_waiting_for_approval
 from .work_item_cards import Countdown
 
@@ -138,11 +141,24 @@ _SECTIONS = {
 }
 
 
-def inbox_of(caller: Caller, *, now: datetime | None = None, show: str = "") -> Inbox:
+def inbox_of(
+    caller: Caller,
+    *,
+    now: datetime | None = None,
+    show: str = "",
+    triage: Triage | None = None,
+    snoozed: Mapping[EntryKey, datetime] | None = None,
+) -> Inbox:
     """Everything waiting for ``caller`` in the groups where they are an active member:
-    every section counted in full, the first :data:`SHOWN` entries of each shown (all of
-    them for the section ``show`` names)."""
+    every section counted in full, the first :data:`SHOWN` entries of each shown (a page of
+    :data:`~.triage.PAGE` of the section ``show`` names).
+
+    ``triage`` narrows the reads to one group or one kind (issue 37 §5): a group or a kind
+    the person filtered out is not read at all. ``snoozed`` (the person's live snoozes)
+    hides those entries and counts them, unless the triage asks to see them."""
     now = now or _now()
+    triage = triage or Triage(show=show)
+    snoozed = snoozed or {}
     rows = (
         Membership.objects.filter(principal=caller.principal, active=True)
         .select_related("group", "group__log")
@@ -150,29 +166,86 @@ def inbox_of(caller: Caller, *, now: datetime | None = None, show: str = "") -> 
     )
     found = _Found()
     groups = []
+    kinds = tuple(key for key in SECTION_KEYS if triage.wants_kind(key))
     for row in rows:
         log = getattr(row.group, "log", None)
         ref = GroupRef(
             row.group_id, row.group.name, tuple(row.roles), log.head_sequence if log else 0
         )
         groups.append(ref)
-        found.add(_collect(caller, ref, row.to_state(), now))
+        if triage.wants_group(ref.id):
+            found.add(_collect(caller, ref, row.to_state(), now, kinds=kinds))
     sections = []
-    for key in SECTION_KEYS:
-        entries = sorted(getattr(found, key), key=lambda entry: entry.sort_key)
-        shown = entries if key == show else entries[:SHOWN]
+    for key in kinds:
+        listed, asleep = _awake(key, triage.order(getattr(found, key)), snoozed, triage)
+        pages = max(1, ceil(len(listed) / PAGE))
+        page = min(triage.page, pages) if key == triage.show else 1
+        offset = (page - 1) * PAGE if key == triage.show else 0
+        shown = listed[offset : offset + PAGE] if key == triage.show else listed[:SHOWN]
         for entry in shown:
             entry.now = now
         if key == "reviews":
             _review_details(caller, shown, now)
         title, empty = _SECTIONS[key]
-        sections.append(Section(key, title, tuple(shown), len(entries), empty, key == show))
+        sections.append(
+            Section(
+                key,
+                title,
+                tuple(shown),
+                len(listed),
+                empty,
+                key == triage.show,
+                snoozed=asleep,
+                page=page,
+                pages=pages,
+                offset=offset,
+                links=_links(triage, key, page, pages),
+            )
+        )
     return Inbox(
         principal=caller.principal,
         groups=tuple(groups),
         sections=tuple(sections),
-        show=show if show in SECTION_KEYS else "",
+        show=triage.show if triage.show in kinds else "",
+        snoozed=sum(section.snoozed for section in sections),
+        showing_snoozed=triage.show_snoozed,
+        snoozed_url=(triage.query(snoozed="") or "?") + "#inbox-sections"
+        if triage.show_snoozed
+        else triage.query(snoozed="show") + "#inbox-sections",
     )
+
+
+def _links(triage: Triage, key: str, page: int, pages: int) -> dict[str, str]:
+    """A section's "show more", "back", "previous" and "next" addresses, filters kept."""
+    anchor = f"#inbox-{key}"
+    links = {
+        "more": triage.query(show=key, page="") + anchor,
+        "less": (triage.query(show="", page="") or "?") + anchor,
+    }
+    if page > 1:
+        links["previous"] = triage.query(show=key, page=page - 1) + anchor
+    if page < pages:
+        links["next"] = triage.query(show=key, page=page + 1) + anchor
+    return links
+
+
+def _awake(
+    kind: str, entries: list[Entry], snoozed: Mapping[EntryKey, datetime], triage: Triage
+) -> tuple[list[Entry], int]:
+    """The entries listed and how many of them the person snoozed: the snoozed ones are
+    left out, or kept and marked when the person asked to see them."""
+    if not snoozed:
+        return entries, 0
+    listed, asleep = [], 0
+    for entry in entries:
+        until = snoozed.get(EntryKey(entry.group.id, kind, entry.subject))
+        if until is not None:
+            asleep += 1
+            entry.snoozed_until = until
+            if not triage.show_snoozed:
+                continue
+        listed.append(entry)
+    return listed, asleep
 
 
 def _collect(
@@ -182,19 +255,22 @@ def _collect(
     now: datetime,
     *,
     with_times: bool = True,
+    kinds: Container[str] = SECTION_KEYS,
 ) -> _Found:
-    """One group's entries, then (``with_times``) the times their waits began (one read of
-    the log), which only the inbox shows."""
+    """One group's entries of the sections ``kinds`` names, then (``with_times``) the times
+    their waits began (one read of the log), which only the inbox shows."""
     may = preview.permitted_by(caller, membership, INBOX_COMMANDS)
-    owned = _owned_missions(caller, group)
-    found = _Found(asked=asked_entries(caller.principal, group, membership))
-    if GRANT_EXECUTION in may:
+    found = _Found()
+    if "asked" in kinds:
+        found.asked = asked_entries(caller.principal, group, membership)
+    if GRANT_EXECUTION in may and "approvals" in kinds:
         found.approvals = _approvals(caller, group, membership, now)
-    if RECORD_EVIDENCE in may:
+    if RECORD_EVIDENCE in may and "reviews" in kinds:
         found.reviews = _reviews(caller, group)
-    if APPROVE_MISSION in may:
-        found.missions = _missions(group)
-    found.blocked = _blocked(group, owned)
+    if APPROVE_MISSION in may and "missions" in kinds:
+        found.missions = ready_missions(group)
+    if "blocked" in kinds:
+        found.blocked = _blocked(group, _owned_missions(caller, group))
     if with_times:
         _read_times(group.id, found)
     return found
@@ -326,7 +402,7 @@ def _reservation(value: object, now: datetime) -> Reservation | None:
         return None
 
 
-def _missions(group: GroupRef) -> list[MissionEntry]:
+def ready_missions(group: GroupRef) -> list[MissionEntry]:
     """R10.2-16, R10.2-22: active missions with WorkItems, none of them unfinished."""
     unfinished = set(
         WorkItem.objects.filter(group_id=group.id, state__in=S.UNFINISHED)

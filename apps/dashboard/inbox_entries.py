@@ -7,7 +7,7 @@ and ``reverse`` per entry cost more than the reads behind them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -86,6 +86,8 @@ class Entry:
     since: datetime | None = None
     #: the clock the page was rendered against
     now: datetime | None = None
+    #: when the person's snooze of it ends (listed only when they asked to see snoozed ones)
+    snoozed_until: datetime | None = None
 
     @property
     def sort_key(self) -> tuple[Any, ...]:
@@ -96,6 +98,19 @@ class Entry:
         )
         since = self.since.timestamp() if self.since is not None else float("inf")
         return (rank, self.deadline or _NO_DEADLINE, since, self.group.id, self.title)
+
+    @property
+    def subject(self) -> str:
+        """The WorkItem or mission the entry is about (with group and kind, its key)."""
+        return getattr(self, "work_item", "") or self.mission
+
+    @property
+    def snoozed_text(self) -> str:
+        return self.snoozed_until.strftime("%Y-%m-%d %H:%M UTC") if self.snoozed_until else ""
+
+    @property
+    def snoozed_iso(self) -> str:
+        return self.snoozed_until.isoformat() if self.snoozed_until else ""
 
     @property
     def urgent(self) -> bool:
@@ -255,8 +270,17 @@ class Section:
     count: int
     #: what would appear here, said when nothing does
     empty: str
-    #: every entry is shown because the person asked for this section in full
+    #: every entry is shown, a page at a time, because the person asked for this section
     expanded: bool = False
+    #: entries of this section the person snoozed (hidden unless they asked to see them)
+    snoozed: int = 0
+    #: the page shown of an expanded section, of how many, and where it starts
+    page: int = 1
+    pages: int = 1
+    offset: int = 0
+    #: addresses that keep the person's filters: ``more`` (this section in pages), ``less``
+    #: (back to the preview), ``previous`` and ``next`` page
+    links: dict[str, str] = field(default_factory=dict)
 
     @property
     def more(self) -> int:
@@ -267,6 +291,23 @@ class Section:
         """Shown in full on request, with more entries than the inbox shows by default."""
         return self.expanded and self.count > SHOWN
 
+    @property
+    def paged(self) -> bool:
+        return self.expanded and self.pages > 1
+
+    @property
+    def first(self) -> int:
+        return self.offset + 1
+
+    @property
+    def last(self) -> int:
+        return self.offset + len(self.entries)
+
+    @property
+    def asked(self) -> bool:
+        """Asked of the person by name, rather than of anyone holding their role."""
+        return self.key == "asked"
+
 
 @dataclass(frozen=True)
 class Inbox:
@@ -275,10 +316,25 @@ class Inbox:
     sections: tuple[Section, ...]
     #: the section shown in full (``?show=<key>``), if any
     show: str = ""
+    #: entries hidden by the person's snoozes, in the sections listed
+    snoozed: int = 0
+    #: whether the snoozed entries are listed, and the address that turns that around
+    showing_snoozed: bool = False
+    snoozed_url: str = ""
 
     @property
     def total(self) -> int:
         return sum(section.count for section in self.sections)
+
+    @property
+    def asked_sections(self) -> tuple[Section, ...]:
+        """What someone asked of the person by name (issue 36 §4)."""
+        return tuple(section for section in self.sections if section.asked)
+
+    @property
+    def anyone_sections(self) -> tuple[Section, ...]:
+        """What anyone holding the person's role may act on (issue 37 §5)."""
+        return tuple(section for section in self.sections if not section.asked)
 
     @property
     def principals(self) -> set[str]:

@@ -181,10 +181,13 @@ class Page:
     #: the scan stopped at SCAN_LIMIT events short of the filter's bound
     scan_bounded: bool
     storage_problems: tuple[str, ...] = ()
+    #: does the head row's hash equal the hash of the event at its sequence (wire.md §4 head)?
+    #: ``False`` when the log's newest events were cut or rewritten under the head row
+    head_matches: bool = True
 
     @property
     def verified(self) -> bool:
-        return self.linked.verified and not self.storage_problems
+        return self.linked.verified and not self.storage_problems and self.head_matches
 
 
 def _first_at_or_after(group_id: str, moment: datetime, low: int, high: int) -> int:
@@ -330,7 +333,25 @@ def timeline_page(group_id: str, filters: Filters, page_size: int = PAGE_SIZE) -
         newer_after=newer_after,
         scan_bounded=scan_bounded,
         storage_problems=tuple(storage_problems(group_id, quick=True)),
+        head_matches=_head_matches(group_id, log, documents),
     )
+
+
+def _head_matches(group_id: str, log: GroupLog, documents: list[dict[str, Any]]) -> bool:
+    """Whether the event at the head row's sequence carries the head row's hash: the check
+    that catches the newest events cut away or rewritten, which no link between the events
+    left can show. Read from the page when it holds the head, else one point read."""
+    if log.head_sequence <= 0:
+        return True
+    shown = next((d for d in documents if d.get("sequence") == log.head_sequence), None)
+    if shown is not None:
+        return shown.get("hash") == log.head_hash
+    text = (
+        Event.objects.filter(group_id=group_id, sequence=log.head_sequence)
+        .values_list("document", flat=True)
+        .first()
+    )
+    return text is not None and json.loads(text).get("hash") == log.head_hash
 
 
 def _predecessor_hashes(group_id: str, sequences: list[int]) -> dict[int, str]:

@@ -19,6 +19,8 @@ from . import (
     mission_pages,
     mission_send_back,
     mission_views,
+    overview_views,
+    people_views,
     review_views,
     timeline_views,
     views,
@@ -88,5 +90,7 @@ urlpatterns += [
     *work_item_cancel.urlpatterns,
     *mission_send_back.urlpatterns,
     *timeline_views.urlpatterns,
+    *overview_views.urlpatterns,
     *agents_views.urlpatterns,
+    *people_views.urlpatterns,
 ]

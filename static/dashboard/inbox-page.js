@@ -7,6 +7,9 @@
 // focus, the page does not scroll, open disclosures stay open (issue 34 §5). What changed is
 // said once, politely (#inbox-announcer, aria-live). An entry that left while it had the
 // focus hands it to its section's heading, never to <body>.
+//
+// The filters, snoozes and the bulk final approval are plain forms (issue 37 §5): they work
+// without this script, which only tells the server the browser's time zone for snoozes.
 
 import { connectionStatus, followWhileShown } from "./connection.js";
 import { keepCountingDown, tick } from "./countdown.js";
@@ -22,7 +25,8 @@ const announcer = document.getElementById("inbox-announcer");
 function counts(root) {
   const found = new Map();
   for (const section of root.querySelectorAll("[data-section]")) {
-    const title = section.querySelector("h2")?.firstChild?.textContent.trim() || section.dataset.section;
+    const title =
+      section.querySelector(".inbox-section__title")?.firstChild?.textContent.trim() || section.dataset.section;
     found.set(section.dataset.section, { title, count: Number(section.dataset.count) });
   }
   return found;
@@ -47,7 +51,7 @@ function announceChanges(root) {
 
 function keepFocus(root, focused) {
   if (!focused || document.contains(focused) || !focusedSection) return;
-  root.querySelector(`[data-section="${focusedSection}"] h2`)?.focus({ preventScroll: true });
+  root.querySelector(`[data-section="${focusedSection}"] .inbox-section__title`)?.focus({ preventScroll: true });
 }
 
 const sections = new LiveSection({
@@ -73,6 +77,10 @@ function onStatus(group) {
     else showConnection(state, label);
   };
 }
+
+// "Snooze until tomorrow 09:00" means the person's own morning: tell the server their zone.
+const zone = document.querySelector('[data-field="snooze-zone"]');
+if (zone) zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
 
 keepCountingDown();
 keepRelativeTimesFresh();

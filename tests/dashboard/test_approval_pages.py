@@ -434,8 +434,10 @@ def test_the_section_partial_is_the_screens_body_alone(owners: People) -> None:
 
 
 def test_the_group_timeline_shows_a_refusal_like_any_approval_event(owners: People) -> None:
-    """wire§6: ``approval.execution_refused`` is a log event like the others: the group
-    page's timeline lists it with the approval family's badge, its actor and its payload."""
+    """wire§6: ``approval.execution_refused`` is a log event like the others: the Timeline
+    says it in words, with who refused and why, its type and actor in the line's JSON; the
+    group page's overview lists the refused item with a link to its approval page (issue
+    37 §1)."""
     item = gated(owners)
     wf.submit(
         owners.world.olga,
@@ -443,13 +445,16 @@ def test_the_group_timeline_shows_a_refusal_like_any_approval_event(owners: Peop
         "approval.refuse_execution",
         {"work_item": item, "contract_revision": 1, "comment": "name the tables first"},
     )
-    html = logged_in(owners.dash.maria).get(f"/groups/{owners.group}/").content.decode()
+    client = logged_in(owners.dash.maria)
+    html = client.get(f"/groups/{owners.group}/timeline/").content.decode()
     event = element(html, "id", f"event-{wf.head(owners.group)}")
-    assert '<span class="badge badge--approval" data-field="type">approval.execution_refused' in (
-        event
-    )
-    assert "user:olga" in text(event)
-    assert "name the tables first" in event
+    assert "&quot;type&quot;: &quot;approval.execution_refused&quot;" in event
+    assert "&quot;actor&quot;: &quot;user:olga&quot;" in event
+    assert "name the tables first" in text(event)
+    overview = client.get(f"/groups/{owners.group}/").content.decode()
+    refused = element(overview, "id", f"attention-refused-{item}")
+    assert "name the tables first" in text(refused)
+    assert f"/groups/{owners.group}/work-items/{item}/approval/" in refused
 
 
 # --- nothing typed is lost; plain words (issue 34 §3, §6) ---------------------------------------

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import copy
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from django.template.loader import render_to_string
 
-from apps.dashboard.selectors import TimelinePage
+from apps.dashboard import timeline_reads
 from apps.dashboard.timeline import check_page, event_family
-from apps.ledger.models import Event
+from apps.dashboard.timeline_links import LinkedPage, check_linked
+from apps.ledger.models import Event, GroupLog
 from apps.ledger.write_path import submit_command
 from missionweave.protocol.canonical import ZERO_HASH
 from missionweave.protocol.events import event_hash
+from tests.dashboard.conftest import Dashboard, logged_in
 from tests.factories import World, mission_body
 
 pytestmark = pytest.mark.django_db
@@ -97,31 +100,55 @@ def test_without_its_predecessor_a_page_says_it_is_not_anchored(documents: list[
     assert page.anchor_hash == documents[3]["prev_hash"]
 
 
-def test_the_page_shows_a_tampered_chain_as_broken(documents: list[dict]) -> None:
-    """wire§6: the page banner names the first bad sequence and the event is marked."""
+def test_the_timeline_shows_a_tampered_chain_as_broken(documents: list[dict]) -> None:
+    """wire§6: the Timeline's banner names the first bad sequence and the line is marked."""
     tampered = copy.deepcopy(documents)
     tampered[4]["payload"]["budgets"] = {"money": 1e9}
-    checked = check_page(tampered, anchor_sequence=0, anchor_hash=ZERO_HASH)
-    page = TimelinePage(checked, 6, documents[-1]["hash"], before=7, page_size=50)
-    banner = render_to_string("dashboard/partials/chain-status.html", {"page": page})
+    linked = check_linked(tampered, {})
+    page = _timeline_page(linked, head_matches=True)
+    banner = render_to_string("dashboard/timeline/chain.html", {"page": page})
     assert "✗ Chain broken at #5" in banner
-    assert 'data-first-break="5"' in banner
     assert 'data-verified="false"' in banner
-    broken = next(event for event in checked.events if event.sequence == 5)
-    item = render_to_string("dashboard/partials/event-item.html", {"event": broken})
-    assert "event--broken" in item
-    assert "✗ hash mismatch" in item
+    broken = next(event for event in linked.events if event.sequence == 5)
+    line = render_to_string(
+        "dashboard/timeline/line.html",
+        {"line": SimpleNamespace(checked=broken, words="", said="", kind="mission", json="{}")},
+    )
+    assert "tl-line--broken" in line
+    assert 'data-verdict="hash-mismatch"' in line
 
 
-def test_the_page_says_when_the_head_row_disagrees(documents: list[dict]) -> None:
-    """wire§4 head: on the newest page, the newest event's hash must be the head's hash."""
-    checked = check_page(documents, anchor_sequence=0, anchor_hash=ZERO_HASH)
-    page = TimelinePage(checked, 6, "sha256:" + "f" * 64, before=7, page_size=50)
-    assert page.head_matches is False
-    banner = render_to_string("dashboard/partials/chain-status.html", {"page": page})
-    assert "the head row's hash differs" in banner
-    assert "chain-status--broken" in banner
-    assert 'data-verified="false"' in banner
+def test_the_timeline_says_when_the_head_row_disagrees(
+    dash: Dashboard, documents: list[dict]
+) -> None:
+    """wire§4 head: the event at the head row's sequence must carry the head row's hash, or
+    the newest events were cut or rewritten under it: the Timeline says so and is not
+    verified, whichever page is open."""
+    client = logged_in(dash.maria)
+    group = dash.world.group
+    assert 'data-verified="true"' in client.get(f"/groups/{group}/timeline/").content.decode()
+    GroupLog.objects.filter(group_id=group).update(head_hash="sha256:" + "f" * 64)
+    for address in (f"/groups/{group}/timeline/", f"/groups/{group}/timeline/?before=3"):
+        html = client.get(address).content.decode()
+        assert "The newest events do not match the log" in html
+        assert 'data-verified="false"' in html
+
+
+def _timeline_page(linked: LinkedPage, *, head_matches: bool) -> timeline_reads.Page:
+    lines = tuple(
+        SimpleNamespace(checked=event, words="", said="", kind="", json="{}")
+        for event in linked.events
+    )
+    return timeline_reads.Page(
+        lines=lines,  # type: ignore[arg-type]
+        linked=linked,
+        head_sequence=linked.events[0].sequence,
+        searched=None,
+        older_before=None,
+        newer_after=None,
+        scan_bounded=False,
+        head_matches=head_matches,
+    )
 
 
 @pytest.mark.parametrize(

@@ -243,11 +243,15 @@ def test_a_non_member_gets_404_from_the_lists_and_their_rows(dash: Dashboard) ->
 
 
 def test_the_timeline_jumps_to_a_sequence(dash: Dashboard) -> None:
-    """Issue 13 §4: ``?at=N`` shows the page of the log that starts with event N, marked."""
+    """Issue 13 §4: ``?at=N`` shows the page of the log that starts with event N, marked (on
+    the Timeline, where the group page sends it, issue 37 §1)."""
     world = dash.world
     for _ in range(3):
         wf.mission(world)
-    html = page(logged_in(dash.maria), f"/groups/{world.group}/?at=2")
+    response = logged_in(dash.maria).get(f"/groups/{world.group}/?at=2", follow=True)
+    assert response.status_code == 200
+    html = response.content.decode()
     assert re.findall(r'data-sequence="(\d+)"', html)[0] == "2"
-    assert 'id="event-2" aria-current="true"' in html
+    marked = r'id="event-2"\s+data-sequence="2" data-verdict="verified" aria-current="true"'
+    assert re.search(marked, html)
     assert logged_in(dash.maria).get(f"/groups/{world.group}/?at=zwei").status_code == 400

@@ -35,10 +35,9 @@ def without_csrf(content: bytes) -> bytes:
     return re.sub(rb'name="csrfmiddlewaretoken" value="[^"]+"', b"", content)
 
 
-def sequences_shown(html: str) -> list[int]:
-    return [
-        int(value) for value in re.findall(r'<li class="event[^"]*"\s+data-sequence="(\d+)"', html)
-    ]
+def timeline_shown(html: str) -> list[int]:
+    """The sequences of the Timeline page's lines, in order."""
+    return [int(n) for n in re.findall(r'id="event-\d+"\s+data-sequence="(\d+)"', html)]
 
 
 def test_pages_redirect_anonymous_visitors_to_the_login_page(db: None) -> None:
@@ -127,92 +126,63 @@ def test_a_revoked_member_gets_404(dash: Dashboard) -> None:
     assert logged_in(dash.maria).get("/groups/g-research/").status_code == 404
 
 
-def test_group_page_shows_the_log_newest_first_verified_with_missions(dash: Dashboard) -> None:
-    """wire§6: every event with its type, actor, command id and payload, newest first, each
-    re-hashed and linked; the group's missions with their state."""
+def test_group_page_shows_the_missions_and_leads_to_the_verified_log(dash: Dashboard) -> None:
+    """Issue 37 §1, wire§6: the group page is an overview with the group's missions and
+    their state; every event, newest first, each re-hashed and linked, is on the Timeline it
+    links to, its type, principals and payload in each line's collapsed JSON."""
     missions = create_missions(dash.world, 2)
-    response = logged_in(dash.maria).get("/groups/g-research/")
+    client = logged_in(dash.maria)
+    response = client.get("/groups/g-research/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert sequences_shown(html) == [6, 5, 4, 3, 2, 1]
-    assert html.count('data-verdict="verified"') == 6
-    assert "✓ Chain verified" in html
-    assert "for #1–#6" in html
-    assert "the start of the log" in html
-    assert "ending at the group head" in html
-    assert 'badge badge--mission" data-field="type">mission.created' in html
-    assert 'badge badge--membership" data-field="type">membership.granted' in html
-    assert "agent:w1" in html
-    assert "user:alice" in html
-    assert "<details" in html
-    assert "&quot;goal&quot;: &quot;Summarise" in html
     for mission in missions:
         assert f'data-mission="{mission}"' in html
     assert html.count('class="state state--active"') == 2
+    assert 'href="/groups/g-research/timeline/">Timeline: every event, in words' in html
+
+    html = client.get("/groups/g-research/timeline/").content.decode()
+    assert timeline_shown(html) == [6, 5, 4, 3, 2, 1]
+    assert html.count('data-verdict="verified"') == 6
+    assert "✓ Verified" in html
+    assert "&quot;type&quot;: &quot;mission.created&quot;" in html
+    assert "&quot;actor&quot;: &quot;agent:w1&quot;" in html
+    assert "&quot;goal&quot;: &quot;Summarise" in html
 
 
 def test_group_page_embeds_what_the_live_script_needs(dash: Dashboard) -> None:
-    """wire§7: the page subscribes after the head it shows; the browser re-checks the page
-    from its anchor, so the documents are embedded exactly as served."""
+    """wire§7: the overview subscribes after the head it was read at, and names the event
+    families that refresh its counts, its attention list and its approval queue."""
     create_missions(dash.world, 1)
     response = logged_in(dash.maria).get("/groups/g-research/")
     stream = response.context["stream"]
     assert stream["group"] == "g-research"
-    assert stream["live"] is True
     assert stream["head_sequence"] == 5
-    assert stream["anchor_sequence"] == 0
-    assert [doc["sequence"] for doc in stream["documents"]] == [1, 2, 3, 4, 5]
+    assert "work" in stream["overview_families"]
     embedded = re.search(
-        r'<script id="timeline-data" type="application/json">(.*?)</script>',
+        r'<script id="overview-data" type="application/json">(.*?)</script>',
         response.content.decode(),
         re.S,
     )
     assert embedded is not None
-    assert json.loads(embedded.group(1))["documents"] == stream["documents"]
+    assert json.loads(embedded.group(1))["head_sequence"] == 5
 
 
-def test_the_timeline_is_paged_by_sequence(dash: Dashboard) -> None:
-    """wire§6: sequences have no gaps, so ``?before=N`` pages are exact: 50 per page, newest
-    first, with links to older and newer pages, each page verified from its anchor."""
+def test_the_log_pages_of_the_group_page_are_the_timelines(dash: Dashboard) -> None:
+    """wire§6, issue 37 §1: ``?before=N`` of the group page (links kept from before the
+    Timeline) is the Timeline's page of the events before #N: exact, since sequences have
+    no gaps (the Timeline's own paging: test_timeline_page)."""
     create_missions(dash.world, 56)  # 4 membership events + 56 = head 60
     client = logged_in(dash.maria)
-
-    newest = client.get("/groups/g-research/")
-    assert sequences_shown(newest.content.decode()) == list(range(60, 10, -1))
-    assert 'href="/groups/g-research/?before=11"' in newest.content.decode()
-    assert newest.context["page"].has_newer is False
-
-    older = client.get("/groups/g-research/?before=11")
-    html = older.content.decode()
-    assert sequences_shown(html) == list(range(10, 0, -1))
-    assert older.context["page"].checked.verified
-    assert older.context["stream"]["live"] is False
-    assert 'href="/groups/g-research/">← Newer' in html  # 11 + 50 is past the head
-    assert "Oldest" in html
-
-    middle = client.get("/groups/g-research/?before=40")
-    page = middle.context["page"]
-    assert sequences_shown(middle.content.decode()) == list(range(39, 0, -1))
-    assert page.checked.anchor_sequence == 0
-    assert page.newer_before is None  # 40 + 50 is past the head: the newer page is the newest
-    assert 'href="/groups/g-research/">← Newer' in middle.content.decode()
-
-    second = client.get("/groups/g-research/?before=30").context["page"]
-    assert second.oldest_sequence == 1
-    assert second.newest_sequence == 29
-
-    # A page in the middle is anchored on the event just before it.
-    anchored = client.get("/groups/g-research/?before=60").context["page"]
-    assert anchored.oldest_sequence == 10
-    assert anchored.checked.anchor_sequence == 9
-    assert anchored.checked.verified
+    older = client.get("/groups/g-research/?before=11", follow=True)
+    assert older.redirect_chain == [("/groups/g-research/timeline/?before=11", 302)]
+    assert timeline_shown(older.content.decode()) == list(range(10, 0, -1))
+    assert older.context["page"].verified
 
 
 def test_before_past_the_head_shows_the_newest_page(dash: Dashboard) -> None:
     """wire§4 ``after ≥ head`` analogue: a cursor beyond the head is simply the newest page."""
-    page = logged_in(dash.maria).get("/groups/g-research/?before=999").context["page"]
-    assert page.is_newest
-    assert page.newest_sequence == 4
+    html = logged_in(dash.maria).get("/groups/g-research/?before=999", follow=True)
+    assert timeline_shown(html.content.decode()) == [4, 3, 2, 1]
 
 
 @pytest.mark.parametrize("before", ["abc", "0", "-3", "1.5", "²", "9" * 40])
@@ -223,15 +193,18 @@ def test_before_must_be_a_positive_integer(dash: Dashboard, before: str) -> None
 
 
 def test_an_event_appended_after_the_page_is_not_on_it(dash: Dashboard) -> None:
-    """wire§4: the page is cut at the head read first, like ``GET …/events``."""
+    """wire§4: the page is cut at the head read first, like ``GET …/events``; the overview
+    subscribes after that head."""
     client = logged_in(dash.maria)
-    before = client.get("/groups/g-research/").context["page"]
+    before = client.get("/groups/g-research/")
     world = dash.world
     submit_command(
         group_id=world.group,
         document=world.w1.command(world.group, "mission.create", mission_body()),
         caller=world.w1.caller,
     )
-    after = client.get("/groups/g-research/").context["page"]
-    assert after.head_sequence == before.head_sequence + 1
-    assert after.newest_sequence == before.newest_sequence + 1
+    after = client.get("/groups/g-research/")
+    assert after.context["head_sequence"] == before.context["head_sequence"] + 1
+    timeline = client.get("/groups/g-research/timeline/").context["page"]
+    assert timeline.head_sequence == after.context["head_sequence"]
+    assert timeline.lines[0].checked.sequence == timeline.head_sequence

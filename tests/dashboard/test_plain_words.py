@@ -104,6 +104,12 @@ def _args(name: str, pattern: URLPattern, group: str, user: object) -> Iterator[
                 group_id=group, active=True, principal__startswith="agent:"
             ).values_list("principal", flat=True)
         ],
+        "person": [  # the group's people, by username (issue 37 §3)
+            principal.removeprefix("user:")
+            for principal in Membership.objects.filter(
+                group_id=group, active=True, principal__startswith="user:"
+            ).values_list("principal", flat=True)
+        ],
         "token": [
             str(pk) for pk in ApiToken.objects.filter(user=user).values_list("pk", flat=True)
         ],
@@ -141,7 +147,7 @@ def test_every_route_is_walked_or_named_as_not_a_page() -> None:
     assert routes.keys() >= NOT_PAGES
     for name, pattern in routes.items():
         keys = set(pattern.pattern.converters)
-        assert keys <= {"group", "work_item", "mission", "digest", "token", "agent"}, name
+        assert keys <= {"group", "work_item", "mission", "digest", "token", "agent", "person"}, name
 
 
 @pytest.mark.parametrize("username", ["admin", "olivia", "rita"])

@@ -1,0 +1,258 @@
+"""The group page as an overview (issue 37 §1; docs/dashboard.md "The group page"): counts of
+the group's WorkItems and missions by state, and "Needs attention now" — failed, blocked,
+start-by soon, leases running out, budgets past 80 %, refused executions — each row with its
+reason in words and the link to act; the log's old addresses lead to the Timeline; every
+read bounded whatever the group's size."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from apps.dashboard import overview
+from apps.work.models import WorkItem
+from missionweave.protocol.examples import example_contract
+from tests.dashboard import workflows as wf
+from tests.dashboard.conftest import Dashboard, logged_in
+from tests.dashboard.html import element, text
+from tests.factories import World, now_text
+
+pytestmark = pytest.mark.django_db
+
+ONE_ATTEMPT = {
+    "max_attempts": 1,
+    "initial_backoff_s": 30,
+    "backoff_multiplier": 2.0,
+    "max_backoff_s": 600,
+}
+
+
+def group_page(dash: Dashboard) -> str:
+    response = logged_in(dash.maria).get(f"/groups/{dash.world.group}/")
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def section(dash: Dashboard) -> str:
+    response = logged_in(dash.maria).get(f"/groups/{dash.world.group}/overview/section/")
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def count_of(html: str, table: str, state: str) -> int:
+    counts = element(html, "id", table)
+    match = re.search(rf'data-state="{state}">\s*<a href="[^"]*"><span[^>]*>(\d+)</span>', counts)
+    assert match, (table, state)
+    return int(match.group(1))
+
+
+def failed_item(world: World, mission: str) -> str:
+    item = wf.queued(world, mission, contract=example_contract(retry=ONE_ATTEMPT))
+    wf.fail_as_owner(world, item, wf.start(world, item))
+    assert wf.state_of(world.group, item) == "failed"
+    return item
+
+
+def blocked_item(world: World, mission: str) -> str:
+    item = wf.queued(world, mission)
+    wf.block(world, item, wf.start(world, item), "Which month exactly?")
+    return item
+
+
+def test_the_counts_say_how_many_workitems_and_missions_are_in_each_state(
+    dash: Dashboard,
+) -> None:
+    """Issue 37 §1: one number per state, each a link to the list filtered by that state."""
+    world = dash.world
+    first, second = wf.mission(world), wf.mission(world)
+    wf.queued(world, first)
+    wf.queued(world, second)
+    wf.start(world, wf.queued(world, first))
+    html = group_page(dash)
+    assert count_of(html, "work-counts", "queued") == 2
+    assert count_of(html, "work-counts", "active") == 1
+    assert count_of(html, "work-counts", "failed") == 0
+    assert count_of(html, "mission-counts", "active") == 2
+    assert f'href="/groups/{world.group}/work-items/?state=queued"' in html
+    assert f'href="/groups/{world.group}/missions/?state=active"' in html
+    assert 'data-field="work-counts-total">3<' in html
+
+
+def test_failed_and_blocked_workitems_need_attention_with_their_reason_and_link(
+    dash: Dashboard,
+) -> None:
+    """Issue 37 §1; R11.4-08 (failed once its attempts are spent), R11.4-05 (blocked)."""
+    world = dash.world
+    mission = wf.mission(world)
+    failed, blocked = failed_item(world, mission), blocked_item(world, mission)
+    html = section(dash)
+    row = element(html, "id", f"attention-failed-{failed}")
+    assert "It failed: open it to see why, then retry or cancel it." in text(row)
+    assert f'href="/groups/{world.group}/work-items/{failed}/"' in row
+    row = element(html, "id", f"attention-blocked-{blocked}")
+    assert "Blocked: its worker needs “Which month exactly?”." in text(row)
+    assert f'href="/groups/{world.group}/work-items/{blocked}/"' in row
+    assert "Open the WorkItem" in text(row)
+
+
+def test_a_start_by_within_the_lead_time_needs_attention(dash: Dashboard, settings) -> None:
+    """Issue 37 §1, R11.3-02: an item waiting for approval whose start-by is within
+    ``MWP_NOTIFY_DEADLINE_LEAD_S`` (the reminders' rule, ``deadlines.worth_a_reminder``)."""
+    world = dash.world
+    later = wf.gated_contract(1, deadline=now_text(30 * 86400))  # the example's has passed
+    item = wf.queued(world, wf.mission(world), contract=later)
+    settings.MWP_NOTIFY_DEADLINE_LEAD_S = 1
+    assert f"attention-start-by-{item}" not in section(dash)
+    settings.MWP_NOTIFY_DEADLINE_LEAD_S = 3600
+    row = element(section(dash), "id", f"attention-start-by-{item}")
+    assert "It has not started yet" in text(row)
+    assert "must start by" in text(row)
+    assert f'href="/groups/{world.group}/work-items/{item}/"' in row
+
+
+def test_a_lease_about_to_run_out_needs_attention(dash: Dashboard) -> None:
+    """Issue 37 §1, R11.3-09: an active lease ending within minutes; a long one does not."""
+    world = dash.world
+    mission = wf.mission(world)
+    short = wf.queued(world, mission)
+    wf.start(world, short, lease_ttl_s=120)
+    long = wf.queued(world, mission)
+    wf.start(world, long, lease_ttl_s=3600)
+    html = section(dash)
+    row = element(html, "id", f"attention-lease-{short}")
+    assert "lease runs out within 5 min unless the worker renews it" in text(row)
+    assert f"attention-lease-{long}" not in html
+
+
+def test_a_mission_past_80_percent_of_a_budget_needs_attention(dash: Dashboard) -> None:
+    """Issue 37 §1, R11.5-12: a charge that takes a mission past 80 % of a limit."""
+    world = dash.world
+    mission = wf.mission(world, budgets={"tokens": 1000})
+    calm = wf.mission(world, budgets={"tokens": 100000})
+    for target in (mission, calm):
+        item = wf.queued(world, target)
+        wf.use(world, item, wf.start(world, item), tokens=900)
+    html = section(dash)
+    row = element(html, "id", f"attention-budget-{mission}")
+    assert "It has used 90% of its tokens budget (900 of 1,000)." in text(row)
+    assert f'href="/groups/{world.group}/missions/{mission}/"' in row
+    assert f"attention-budget-{calm}" not in html
+
+
+def test_a_refused_execution_needs_attention_with_the_link_to_its_approval_page(
+    dash: Dashboard,
+) -> None:
+    """Issue 37 §1, R10.2-06: a refused revision waits for a corrected contract or a cancel."""
+    world = dash.world
+    item = wf.queued(world, wf.mission(world), contract=wf.gated_contract(1))
+    wf.submit(
+        world.olga,
+        world.group,
+        "approval.refuse_execution",
+        {"work_item": item, "contract_revision": 1, "comment": "name the tables first"},
+    )
+    row = element(section(dash), "id", f"attention-refused-{item}")
+    assert "Its execution was refused: “name the tables first”." in text(row)
+    assert f'href="/groups/{world.group}/work-items/{item}/approval/"' in row
+    assert "Open the approval page" in text(row)
+
+
+def test_only_ten_rows_a_kind_and_a_link_to_the_rest(dash: Dashboard, monkeypatch) -> None:
+    """Issue 37 §1: each list is cut (``SHOWN``) and says how many more, linked to the list."""
+    monkeypatch.setattr(overview, "SHOWN", 2)
+    world = dash.world
+    mission = wf.mission(world)
+    for _ in range(3):
+        blocked_item(world, mission)
+    html = section(dash)
+    kind = element(html, "data-kind", "blocked")
+    assert len(re.findall(r'<li class="attention-row', kind)) == 2
+    assert "1 more: all blocked WorkItems" in text(kind)
+    assert f'href="/groups/{world.group}/work-items/?state=blocked"' in kind
+
+
+def test_nothing_to_attend_to_is_said(dash: Dashboard) -> None:
+    assert "Nothing needs attention right now." in text(section(dash))
+
+
+def _bulk(world: World, mission: str, count: int, state: str) -> None:
+    """Rows straight into the projection: a read test needs volume, not a history."""
+    template = WorkItem.objects.filter(group_id=world.group).first()
+    assert template is not None
+    WorkItem.objects.bulk_create(
+        WorkItem(
+            group_id=world.group,
+            work_item_id=f"bulk-{state}-{index}",
+            mission=mission,
+            state=state,
+            data=template.data,
+            due_at=timezone.now() + timedelta(seconds=60) if state == "active" else None,
+            due_reason="lease_expired" if state == "active" else "",
+        )
+        for index in range(count)
+    )
+
+
+def test_the_overview_reads_a_fixed_number_of_queries_whatever_the_group_size(
+    dash: Dashboard, django_assert_max_num_queries
+) -> None:
+    """Issue 37 §1 bound: counts by one GROUP BY, each list LIMITed: the same number of
+    queries with 3 WorkItems as with 600 (but a count of the rest, for a list that has more
+    rows than it shows), and the live section stays under a fixed size."""
+    world = dash.world
+    mission = wf.mission(world)
+    failed_item(world, mission)
+    blocked_item(world, mission)
+    client = logged_in(dash.maria)
+    url = f"/groups/{world.group}/"
+    client.get(url)
+    with CaptureQueriesContext(connection) as small:
+        assert client.get(url).status_code == 200
+    counted = len(small)  # now: the next request resets the connection's log
+    assert 0 < counted <= 60
+    small_section = client.get(f"{url}overview/section/").content
+    for state in ("failed", "blocked", "active", "queued"):
+        _bulk(world, mission, 150, state)
+    with django_assert_max_num_queries(counted + 2):
+        assert client.get(url).status_code == 200
+    with django_assert_max_num_queries(20):
+        large_section = client.get(f"{url}overview/section/").content
+    # bounded bytes: at most SHOWN rows a kind, whatever the volume
+    assert len(large_section) < len(small_section) + 30 * 1024
+    assert len(re.findall(rb'<li class="attention-row', large_section)) <= 6 * overview.SHOWN
+
+
+def test_a_non_member_gets_404_for_the_page_and_its_live_section(dash: Dashboard) -> None:
+    """wire§2: not a member: 404, as for a group that does not exist."""
+    client = logged_in(dash.nina)
+    for path in ("", "overview/section/", "?at=1", "?before=2"):
+        assert client.get(f"/groups/{dash.world.group}/{path}").status_code == 404
+
+
+def test_the_logs_old_addresses_lead_to_the_timeline(dash: Dashboard) -> None:
+    """Issue 37 §1: ``?at=N`` and ``?before=N`` were the group page's log; they redirect to
+    the Timeline with the same parameter; a malformed one is still a 400."""
+    group, client = dash.world.group, logged_in(dash.maria)
+    response = client.get(f"/groups/{group}/?at=2")
+    assert response.status_code == 302
+    assert response["Location"] == f"/groups/{group}/timeline/?at=2"
+    response = client.get(f"/groups/{group}/?before=3")
+    assert response["Location"] == f"/groups/{group}/timeline/?before=3"
+    assert client.get(f"/groups/{group}/?at=zwei").status_code == 400
+
+
+def test_the_page_links_to_the_timeline_and_keeps_the_approval_queue_and_missions(
+    dash: Dashboard,
+) -> None:
+    world = dash.world
+    mission = wf.mission(world)
+    html = group_page(dash)
+    assert f'<a class="overview-timeline__link" href="/groups/{world.group}/timeline/">' in html
+    assert "Timeline: every event, in words" in html
+    assert 'id="approval-queue"' in html
+    assert f'id="mission-row-{mission}"' in html

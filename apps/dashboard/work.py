@@ -37,6 +37,7 @@ from missionweave.protocol.work.items import Offer, work_item_key
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
+from .attempts import AttemptsCard, attempts_card
 from .event_lookup import words_for
 from .timeline import event_family
 from .work_item_cards import Execution, execution_of
@@ -352,6 +353,8 @@ class WorkItemPage:
     messages: tuple[Message, ...]  # oldest first
     #: every artifact the page names (inputs, checkpoint, late results) by digest
     facts: dict[str, ArtifactFacts] = field(default_factory=dict)
+    #: offers, leases and attempts with how each ended (issue 37 §4)
+    attempts: AttemptsCard | None = None
 
     @property
     def inputs(self) -> list[ArtifactFacts]:
@@ -383,6 +386,7 @@ class WorkItemPage:
         named = {item.owner, item.authorized_by, item.proposed_by, *item.former_owners}
         named |= set(item.approvals) | {offer.worker for offer in item.offers}
         named |= {entry.actor for entry in self.history}
+        named |= self.attempts.principals if self.attempts is not None else set()
         named |= {str(entry.get("principal")) for entry in item.approval_log}
         if item.refusal:
             named.add(str(item.refusal.get("principal")))
@@ -482,4 +486,13 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         execution=execution_of(group_id, item),
         history=history,
         messages=tuple(messages),
+        # the item's own events, read above by the sequences its projection lists: complete
+        # when they reach back to its authorisation (the projection keeps the latest ones)
+        attempts=attempts_card(
+            item,
+            [documents[sequence] for sequence in sequences if sequence in documents],
+            complete=bool(item.history)
+            and item.history[0][1] == "work.authorized"
+            and len(documents) == len(sequences),
+        ),
     )

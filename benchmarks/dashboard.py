@@ -43,11 +43,14 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from apps.dashboard.inbox import inbox_of
+from apps.ledger.write_path import Caller
 from apps.work.models import Mission, WorkItem
+from missionweave.protocol.identifiers import user_principal
 
 from .config import ROOT, BenchConfig
 from .dashboard_build import BuiltDashboard, dashboard_size, prepare
-from .dashboard_cast import OWNER, REVIEWER
+from .dashboard_cast import OWNER, REVIEWER, WORKER_1
 from .dashboard_report import TARGET_MS, splice_dashboard
 from .facts import _git_revision, load_average, machine_facts
 from .fresh import log
@@ -109,7 +112,27 @@ PAGES = (
         OWNER,
         lambda b: f"{_group(b)}/missions/{b.mission}/final-approval/",
     ),
-    Page("group page", OWNER, lambda b: f"{_group(b)}/", must_hold=True),
+    Page("group overview", OWNER, lambda b: f"{_group(b)}/", must_hold=True),
+    Page(
+        "timeline, filtered (the reviewer's events)",
+        OWNER,
+        lambda b: f"{_group(b)}/timeline/?who={user_principal(REVIEWER)}",
+        must_hold=True,
+    ),
+    Page(
+        "timeline, filtered (the big mission's events)",
+        OWNER,
+        lambda b: f"{_group(b)}/timeline/?mission={b.mission}",
+    ),
+    Page("timeline, newest page", OWNER, lambda b: f"{_group(b)}/timeline/"),
+    Page("agents page", OWNER, lambda b: f"{_group(b)}/agents/", must_hold=True),
+    Page("an agent's page (a worker)", OWNER, lambda b: f"{_group(b)}/agents/{WORKER_1}/"),
+    Page("people page", OWNER, lambda b: f"{_group(b)}/people/"),
+    Page(
+        "a person's page (the reviewer)",
+        OWNER,
+        lambda b: f"{_group(b)}/people/{REVIEWER}/",
+    ),
     Page(
         "mission list, filtered (approved, a critical WorkItem)",
         OWNER,
@@ -170,6 +193,18 @@ PAGES = (
         live=True,
     ),
     Page(
+        "live update: the overview's counts and attention list",
+        OWNER,
+        lambda b: f"{_group(b)}/overview/section/",
+        live=True,
+    ),
+    Page(
+        "live update: the Timeline's 10 newest lines",
+        OWNER,
+        lambda b: f"{_group(b)}/timeline/lines/?after={b.head - 10}",
+        live=True,
+    ),
+    Page(
         "live update: the approval queue (10 shown)",
         OWNER,
         lambda b: f"{_group(b)}/approval-queue/",
@@ -224,7 +259,7 @@ class DashboardResult:
     load_after: str = ""
     git_revision: str = ""
     #: the group's missions and WorkItems, counted when measured
-    sizes: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, Any] = field(default_factory=dict)
     #: :func:`reachability`'s findings
     reach: dict[str, Any] = field(default_factory=dict)
 
@@ -339,11 +374,19 @@ REACH_SAMPLE = 50
 SEARCH_FORM = re.compile(r'<form method="get" action="([^"]+)" class="filters" role="search"')
 
 
-def group_sizes(group: str) -> dict[str, int]:
+def group_sizes(group: str) -> dict[str, Any]:
     return {
         "missions": Mission.objects.filter(group_id=group).count(),
         "work_items": WorkItem.objects.filter(group_id=group).count(),
+        "owner_inbox": owner_inbox(),
     }
+
+
+def owner_inbox() -> dict[str, int]:
+    """What waits for the mission owner, section by section, as her inbox counts it."""
+    owner = get_user_model().objects.get(username=OWNER)
+    inbox = inbox_of(Caller.for_user(owner))
+    return {section.title.lower(): section.count for section in inbox.sections}
 
 
 def reachability(built: BuiltDashboard, *, sample: int = REACH_SAMPLE) -> dict[str, Any]:

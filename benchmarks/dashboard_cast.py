@@ -37,6 +37,8 @@ CO_OWNER = "dash-co-owner"
 REVIEWER = "dash-reviewer"
 COORDINATOR = "dash-coordinator"
 WORKER_COUNT = 6
+#: the first worker's agent id (the agent pages measure it)
+WORKER_1 = "dash-worker-01"
 #: a worker may hold this many WorkItems at once (its Agent Card)
 WORKER_CONCURRENCY = 500
 

@@ -20,7 +20,7 @@ from django.urls import URLPattern, path, reverse
 from apps.registry.models import Membership
 from missionweave.protocol.identifiers import agent_principal, is_id
 
-from . import agents, names, selectors
+from . import agents, card_pages, names, selectors
 from .access import access_membership
 
 #: the event families that change a card (the page script asks again on these)
@@ -36,18 +36,14 @@ def _shown(cards: list[agents.AgentCardView]) -> None:
 
 
 def _stream(membership: Membership, head: int) -> dict[str, Any]:
-    return {"group": membership.group_id, "head_sequence": head, "families": LIVE_FAMILIES}
+    return card_pages.live_stream(membership, head, LIVE_FAMILIES)
 
 
 def _agents_context(membership: Membership) -> dict[str, Any]:
     cards = agents.cards(membership.group_id)
     _shown(cards)
-    return {
-        "group": membership.group,
-        "membership": membership,
-        "cards": cards,
-        "refresh_url": reverse("dashboard:agents-section", args=[membership.group_id]),
-    }
+    refresh_url = reverse("dashboard:agents-section", args=[membership.group_id])
+    return card_pages.cards_context(membership, cards, refresh_url)
 
 
 @login_required
@@ -75,14 +71,8 @@ def _card_context(request: HttpRequest, group: str, agent: str) -> dict[str, Any
     if not cards:
         raise Http404("no such agent in this group")
     _shown(cards)
-    return {
-        "group": membership.group,
-        "membership": membership,
-        "cards": cards,
-        "card": cards[0],
-        "single": True,
-        "refresh_url": reverse("dashboard:agent-section", args=[group, agent]),
-    }
+    refresh_url = reverse("dashboard:agent-section", args=[group, agent])
+    return card_pages.cards_context(membership, cards, refresh_url, single=True)
 
 
 @login_required

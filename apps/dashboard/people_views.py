@@ -22,7 +22,7 @@ from django.urls import URLPattern, path, reverse
 from apps.registry.models import Membership
 from missionweave.protocol.identifiers import USERNAME_PATTERN
 
-from . import names, people, selectors, timeline_reads
+from . import card_pages, names, people, selectors, timeline_reads
 from .access import access_membership
 
 
@@ -35,18 +35,14 @@ def _shown(cards: list[people.PersonCardView]) -> None:
 
 
 def _stream(membership: Membership, head: int) -> dict[str, Any]:
-    return {"group": membership.group_id, "head_sequence": head, "families": people.LIVE_FAMILIES}
+    return card_pages.live_stream(membership, head, people.LIVE_FAMILIES)
 
 
 def _people_context(membership: Membership) -> dict[str, Any]:
     cards = people.cards(membership.group_id)
     _shown(cards)
-    return {
-        "group": membership.group,
-        "membership": membership,
-        "cards": cards,
-        "refresh_url": reverse("dashboard:people-section", args=[membership.group_id]),
-    }
+    refresh_url = reverse("dashboard:people-section", args=[membership.group_id])
+    return card_pages.cards_context(membership, cards, refresh_url)
 
 
 @login_required
@@ -74,14 +70,8 @@ def _card_context(request: HttpRequest, group: str, person: str) -> dict[str, An
     if not cards:
         raise Http404("no such person in this group")
     _shown(cards)
-    return {
-        "group": membership.group,
-        "membership": membership,
-        "cards": cards,
-        "card": cards[0],
-        "single": True,
-        "refresh_url": reverse("dashboard:person-section", args=[group, person]),
-    }
+    refresh_url = reverse("dashboard:person-section", args=[group, person])
+    return card_pages.cards_context(membership, cards, refresh_url, single=True)
 
 
 @login_required

@@ -78,7 +78,14 @@ def _page_context(
     membership = membership or access_membership(request, group)
     state = membership.to_state()
     viewer = work.viewer_of(Caller.for_user(request.user), state)
-    page = missions.mission_page(group, mission, viewer=viewer, membership=state)
+    shown = request.GET.get("progress", "1")
+    page = missions.mission_page(
+        group,
+        mission,
+        viewer=viewer,
+        membership=state,
+        progress_page=int(shown) if shown.isdigit() and len(shown) < 7 else 1,
+    )
     if page is None:
         raise Http404("no such mission")
     packages = mission_contexts.mission_packages(group, mission)  # R13.3
@@ -103,9 +110,11 @@ def _page_context(
         "change_requests": asked,
         "context_packages": packages,
         # R10.2-20, R10.2-21: what waits on ended work, and the replacements named
-        "waiting": mission_waiting.mission_waiting(group, mission),
+        "waiting": mission_waiting.mission_waiting(page.items),
         **_graph_markup(group, page.graph, page.counts),
         "graph_url": reverse("dashboard:mission-graph", args=[group, mission]),
+        # the state counts open the WorkItem list, filtered to this mission (and a state)
+        "work_items_url": reverse("dashboard:work-items", args=[group]),
         "return_to": reverse("dashboard:mission", args=[group, mission]),
         # the pieces of the links the page repeats per row, reversed once
         "work_item_base": _base("dashboard:work-item", group),

@@ -29,8 +29,8 @@ from .missions import (
     Ending,
     _as_tuple,
     _shown,
+    latest_sequence,
     mission_ending,
-    mission_items,
     state_counts,
     unfinished_sentence,
     who_may,
@@ -327,7 +327,7 @@ def final_approval(
         ending = None
     else:
         refusal = f"This mission is {mission.state}: there is nothing left to approve."
-        ending = mission_ending(mission, mission_items(mission))
+        ending = mission_ending(mission, latest_sequence(mission))
     names: dict[str, str] = {}
     for item in items:
         names.update(output_names(item.named_outputs))

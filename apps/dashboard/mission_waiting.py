@@ -2,17 +2,22 @@
 R10.2-21), for the mission page.
 
 The write path records both on the WorkItem projection (``ended_dependencies``, ``replaces``;
-``missionweave.protocol.work.dependents``): this only reads them, in one query of three keys
-per item, and never decides again which dependency blocks what.
+``missionweave.protocol.work.dependents``): this only sorts what the page's one read of the
+mission's WorkItems brought (``missions.mission_items``), and never decides again which
+dependency blocks what. Each list shows at most ``SHOWN`` entries, with the number of the
+rest: a failed dependency of hundreds of WorkItems must not make the page hundreds of rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.work.models import WorkItem
-from missionweave.protocol.work.dependents import NOT_STARTED
+from .missions import ItemSummary
+
+#: entries each list of the card names; the count says how many there are in all
+SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -33,18 +38,27 @@ class Replacement:
 class MissionWaiting:
     stuck: list[Stuck] = field(default_factory=list)
     replacements: list[Replacement] = field(default_factory=list)
+    stuck_count: int = 0  # all of them; ``stuck`` names the first ``SHOWN``
+    replacement_count: int = 0
+
+    @property
+    def stuck_more(self) -> int:
+        return self.stuck_count - len(self.stuck)
+
+    @property
+    def replacements_more(self) -> int:
+        return self.replacement_count - len(self.replacements)
 
 
-def mission_waiting(group_id: str, mission_id: str) -> MissionWaiting:
-    rows = (
-        WorkItem.objects.filter(group_id=group_id, mission=mission_id)
-        .order_by("id")
-        .values_list("work_item_id", "state", "data__ended_dependencies", "data__replaces")
+def mission_waiting(items: Iterable[ItemSummary]) -> MissionWaiting:
+    """The stuck WorkItems and the replacements among ``items``, in their order (the
+    mission's authorisation order); ``ItemSummary.ended`` is kept only while not started."""
+    items = list(items)
+    stuck = [Stuck(item.id, item.state, item.ended) for item in items if item.ended]
+    replacements = [Replacement(old=item.replaces, new=item.id) for item in items if item.replaces]
+    return MissionWaiting(
+        stuck=stuck[:SHOWN],
+        replacements=replacements[:SHOWN],
+        stuck_count=len(stuck),
+        replacement_count=len(replacements),
     )
-    found = MissionWaiting()
-    for work_item, state, ended, replaces in rows:
-        if ended and state in NOT_STARTED:
-            found.stuck.append(Stuck(work_item, state, tuple(ended)))
-        if replaces:
-            found.replacements.append(Replacement(old=str(replaces), new=work_item))
-    return found

@@ -6,9 +6,11 @@ rows — plus a few events read by sequence. A group may hold a million events, 
 here scans the log by content: every query is bounded by the mission's own rows, an indexed
 ``(group, sequence)`` lookup, or a fixed window of sequences.
 
-For a 1,000-item mission the page reads each item's few JSON fields it shows with
-PostgreSQL's path operators (never the whole ``data`` document), and the history of only
-the items that hold the newest events. The callers check membership first (404 otherwise).
+For a 1,000-item mission the page reads every item's few small JSON values in one query
+that decompresses each row's ``data`` once (``json_once``; never the whole document sent),
+the progress reports and schedules of only the rows it shows, and the history of only the
+items that hold the newest events (issue 37). The callers check membership first (404
+otherwise).
 """
 
 from __future__ import annotations
@@ -21,27 +23,31 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import JSONArray
+from django.db.models import BigIntegerField, Max
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Cast, JSONArray
 
 from apps.ledger.models import Event
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
+from missionweave.protocol.work.dependents import NOT_STARTED
 from missionweave.protocol.work.schedule import DISCLOSE
 
 from .charts import BudgetChart, budget_charts
 from .event_lookup import words_at
 from .graph import GraphLayout, GraphNode, layout
+from .json_once import paths_once
 from .role_words import who_can
 from .timeline import event_family
 from .work import Viewer
 
 #: the newest events about a mission the page lists (the group timeline has them all)
 TIMELINE_SHOWN = 30
-#: progress rows the page lists; each WorkItem's own page shows the rest
-PROGRESS_SHOWN = 50
+#: progress rows the page lists at a time, paged (``?progress=N``): the page renders a
+#: bounded number of rows however large the mission (issue 37)
+PROGRESS_SHOWN = 25
 #: unfinished WorkItems named in a sentence before "and N more"
 NAMED_UNFINISHED = 5
 #: the events a mission ends with (R10.2-16..18)
@@ -137,12 +143,19 @@ class ItemSummary:
     state: str
     goal: str
     depends_on: tuple[str, ...]
-    progress: Progress | None
+    progress: Progress | None  # read only for the rows the page shows (``with_reports``)
     last_sequence: int  # its newest event (0 when the projection holds none)
     schedule: ScheduleEstimate | None = None  # read only for the page's rows
     #: the current revision's refusal of execution (the projection's ``refusal``), while
     #: the item waits on it for a corrected contract or a cancel (R10.2-06)
     refused: dict[str, Any] | None = None
+    #: the ended dependencies it waits on, while it has not started (R10.2-20; the
+    #: projection's ``ended_dependencies``), and the WorkItem it replaces (R10.2-21)
+    ended: tuple[dict[str, Any], ...] = ()
+    replaces: str | None = None
+    #: the sequence of its latest progress report, ``None`` before one: what orders the
+    #: progress list, read for every item without the report itself
+    reported: int | None = None
 
     @property
     def unfinished(self) -> bool:
@@ -222,6 +235,9 @@ class MissionPage:
     timeline: tuple[TimelineEntry, ...]  # newest first
     ending: Ending | None
     actions: Actions
+    progress_page: int = 1  # which ``PROGRESS_SHOWN`` rows of ``progress_all`` are shown
+    #: those rows, each with its report and schedule (``with_reports``)
+    progress_rows: tuple[ItemSummary, ...] = ()
 
     @property
     def is_active(self) -> bool:
@@ -233,28 +249,35 @@ class MissionPage:
         return tuple(item.id for item in self.items if item.unfinished)
 
     @cached_property
-    def progress_rows(self) -> tuple[ItemSummary, ...]:
+    def progress_all(self) -> tuple[ItemSummary, ...]:
         """Asked several times by the page: sorted once (a page is rendered once)."""
         return progress_rows(self.items)
 
-    @cached_property
-    def progress_hidden(self) -> int:
-        shown = len(self.progress_rows)
-        candidates = sum(1 for i in self.items if i.progress is not None or i.unfinished)
-        return candidates - shown
+    @property
+    def progress_pages(self) -> int:
+        return max(1, -(-len(self.progress_all) // PROGRESS_SHOWN))
+
+    @property
+    def progress_first(self) -> int:
+        return (self.progress_page - 1) * PROGRESS_SHOWN + 1
+
+    @property
+    def progress_last(self) -> int:
+        return self.progress_first + len(self.progress_rows) - 1
 
 
 def progress_rows(items: Iterable[ItemSummary]) -> tuple[ItemSummary, ...]:
-    """Items with a report, newest report first, then unfinished ones without one."""
+    """Items with a report, newest report first, then unfinished ones without one (the
+    page shows ``PROGRESS_SHOWN`` of them at a time)."""
     items = list(items)
     reported = sorted(
-        (item for item in items if item.progress is not None),
-        key=lambda item: -(item.progress.sequence or 0),  # type: ignore[union-attr]
+        (item for item in items if item.reported is not None),
+        key=lambda item: -(item.reported or 0),
     )
-    silent = [item for item in items if item.progress is None and item.unfinished]
+    silent = [item for item in items if item.reported is None and item.unfinished]
     # a refused execution waits for people: listed first among the silent ones
     silent.sort(key=lambda item: item.refused is None)
-    return tuple([*reported, *silent][:PROGRESS_SHOWN])
+    return (*reported, *silent)
 
 
 # --- saying what is possible -------------------------------------------------------------
@@ -326,58 +349,88 @@ def _shown(*paths: str) -> JSONArray:
     return JSONArray(*transforms)
 
 
-def mission_items(
-    mission: Mission, *, for_graph: bool = True, schedules: bool = False
-) -> list[ItemSummary]:
+def mission_items(mission: Mission, *, for_graph: bool = True) -> list[ItemSummary]:
     """The mission's WorkItems in authorisation order, each with only the fields the page
-    shows, extracted in the database (one indexed query on ``(group, mission)``).
+    needs of every item, extracted in the database: one indexed query on ``(group,
+    mission)`` that decompresses each row's ``data`` once (``json_once``), whatever the
+    number of paths, and sends back a few small values per row.
 
-    Each path costs the database one decompression of every row's ``data``: without the
-    graph (``for_graph=False``, a mission drawn on its own page) the page needs no
-    ``depends_on``, and the goal only of the items whose progress it lists, read after.
-    The schedule disclosure is read for the page's rows alone (``schedules=True``), as one
-    ``schedule`` path whose shown keys are picked here: on 1,000 synthetic rows of ~4 KB
-    stored ``data`` that path added ~7 ms to a ~62 ms read, its four keys as four paths ~60.
+    The goal is the ``title`` column (the contract's goal, copied by the projection), so it
+    costs no JSON at all; ``depends_on`` is read only for a graph drawn from these items.
+    Of the progress report only its sequence comes, which orders the progress list; the
+    report and the schedule disclosure are read for the rows the page shows
+    (``with_reports``). The same read gives what waits on ended work and the replacements
+    (R10.2-20, R10.2-21), which the page once read in a second pass over the same rows.
     """
-    paths = ("contract__goal", "depends_on") if for_graph else ()
-    extra = ("schedule",) if schedules else ()
+    paths = ("depends_on",) if for_graph else ()
     rows = (
         WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
-        .annotate(shown=_shown(*paths, "progress", "history__-1__sequence", "refusal", *extra))
-        .values_list("work_item_id", "state", "shown")
+        .annotate(
+            shown=paths_once(
+                *paths,
+                "progress__sequence",
+                "history__-1__sequence",
+                "refusal",
+                "ended_dependencies",
+                "replaces",
+            )
+        )
+        .values_list("work_item_id", "state", "title", "shown")
     )
     by_id = {}
-    for item, state, shown in rows:
-        goal, depends_on = shown[:2] if for_graph else ("", [])
-        progress, last, refusal = shown[len(paths) : len(paths) + 3]
+    for item, state, goal, shown in rows:
+        depends_on = shown[0] if for_graph else []
+        reported, last, refusal, ended, replaces = shown[len(paths) :]
         by_id[item] = ItemSummary(
             id=item,
             state=state,
-            goal=str(goal or ""),
+            goal=goal or "",
             depends_on=_as_tuple(depends_on),
-            progress=Progress.from_projection(progress),
+            progress=None,
             last_sequence=last if isinstance(last, int) else 0,
-            schedule=ScheduleEstimate.from_projection(shown[-1], state) if schedules else None,
             refused=refusal if isinstance(refusal, dict) and state == S.QUEUED else None,
+            ended=tuple(ended) if isinstance(ended, list) and state in NOT_STARTED else (),
+            replaces=str(replaces) if replaces else None,
+            reported=reported if isinstance(reported, int) else None,
         )
-    if not for_graph:
-        by_id = _with_goals(mission.group_id, by_id)
     ordered = [by_id.pop(item) for item in mission.work_items if item in by_id]
     return [*ordered, *by_id.values()]
 
 
-def _with_goals(group_id: str, items: dict[str, ItemSummary]) -> dict[str, ItemSummary]:
-    """``items`` with the goal of each one the progress list shows (one query by id)."""
-    wanted = [item.id for item in progress_rows(items.values())]
-    goals = dict(
-        WorkItem.objects.filter(group_id=group_id, work_item_id__in=wanted)
-        .annotate(goal=KeyTransform("goal", KeyTransform("contract", "data")))
-        .values_list("work_item_id", "goal")
+def with_reports(group_id: str, items: Sequence[ItemSummary]) -> tuple[ItemSummary, ...]:
+    """``items`` (the rows a page shows) each with its latest progress report and schedule
+    disclosure: one query by id, of these rows alone."""
+    if not items:
+        return ()
+    found = dict(
+        WorkItem.objects.filter(group_id=group_id, work_item_id__in=[item.id for item in items])
+        .annotate(shown=paths_once("progress", "schedule"))
+        .values_list("work_item_id", "shown")
     )
-    return {
-        key: replace(item, goal=str(goals[key] or "")) if key in goals else item
-        for key, item in items.items()
-    }
+    return tuple(
+        replace(
+            item,
+            progress=Progress.from_projection(found[item.id][0]),
+            schedule=ScheduleEstimate.from_projection(found[item.id][1], item.state),
+        )
+        if item.id in found
+        else item
+        for item in items
+    )
+
+
+_LAST_EVENT = KeyTransform("-1", KeyTransform("history", "data"))
+
+
+def latest_sequence(mission: Mission) -> int:
+    """The newest event of any of the mission's WorkItems (0 for none): where its ending
+    lies (``mission_ending``), read as one aggregate without building the items."""
+    found = (
+        WorkItem.objects.filter(group_id=mission.group_id, mission=mission.mission_id)
+        .annotate(last=Cast(KeyTextTransform("sequence", _LAST_EVENT), BigIntegerField()))
+        .aggregate(latest=Max("last"))
+    )
+    return found["latest"] or 0
 
 
 def _recorded(group_id: str, sequences: Iterable[int]) -> dict[int, datetime]:
@@ -391,7 +444,7 @@ def _recorded(group_id: str, sequences: Iterable[int]) -> dict[int, datetime]:
     )
 
 
-def mission_ending(mission: Mission, items: Sequence[ItemSummary]) -> Ending | None:
+def mission_ending(mission: Mission, latest: int) -> Ending | None:
     """The event that ended the mission, if it is within reach of a bounded read.
 
     The Mission projection keeps its state but not the event that set it, so the page looks
@@ -399,12 +452,13 @@ def mission_ending(mission: Mission, items: Sequence[ItemSummary]) -> Ending | N
     creation and, for an approval, after its WorkItems ended (R10.2-22). The window is read
     through the ``(group, sequence)`` index and filtered by type, at most
     ``2 * ENDING_WINDOW`` rows; ``None`` when the mission is active or the ending lies
-    outside it (the group timeline still shows it).
+    outside it (the group timeline still shows it). ``latest`` is the newest sequence of
+    its WorkItems' events (``latest_sequence``, or the items' own when they are read).
     """
     if mission.state == MissionStatus.ACTIVE:
         return None
     created = mission.created_sequence
-    around = max([created, *(item.last_sequence for item in items)])
+    around = max(created, latest)
     rows = (
         Event.objects.filter(
             group_id=mission.group_id,
@@ -518,17 +572,19 @@ def mission_page(
     *,
     viewer: Viewer,
     membership: MembershipState | None,
+    progress_page: int = 1,
 ) -> MissionPage | None:
-    """Everything the mission page shows, or ``None`` when the group has no such mission."""
+    """Everything the mission page shows, or ``None`` when the group has no such mission;
+    ``progress_page`` picks the rows of the progress list (past the last: the last)."""
     mission = Mission.objects.filter(group_id=group_id, mission_id=mission_id).first()
     if mission is None:
         return None
     inline_graph = len(mission.work_items) <= INLINE_GRAPH_LIMIT
-    items = mission_items(mission, for_graph=inline_graph, schedules=True)
-    ending = mission_ending(mission, items)
+    items = mission_items(mission, for_graph=inline_graph)
+    ending = mission_ending(mission, max((item.last_sequence for item in items), default=0))
     parent, children = _related_missions(mission, viewer.principal)
     unfinished = [item.id for item in items if item.unfinished]
-    return MissionPage(
+    page = MissionPage(
         mission=mission,
         items=tuple(items),
         counts=state_counts(item.state for item in items),
@@ -540,3 +596,7 @@ def mission_page(
         ending=ending,
         actions=mission_actions(mission, unfinished, viewer, membership),
     )
+    shown = min(max(progress_page, 1), page.progress_pages)
+    start = (shown - 1) * PROGRESS_SHOWN
+    rows = with_reports(group_id, page.progress_all[start : start + PROGRESS_SHOWN])
+    return replace(page, progress_page=shown, progress_rows=rows)

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
-from apps.dashboard import mission_reviews, missions
+from apps.dashboard import mission_reviews, mission_waiting, missions
 from apps.registry import services
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
@@ -409,6 +411,96 @@ def test_the_page_subscribes_after_the_head_and_follows_the_missions_work_items(
     assert stream["head_sequence"] == head
     assert stream["mission"] == scene.mission
     assert stream["work_items"] == [item]
+
+
+def _progress_rows(html: str) -> list[str]:
+    return re.findall(r'<li class="progress-item" data-work-item="([^"]+)"', html)
+
+
+def test_a_large_mission_keeps_its_queries_and_pages_its_progress_rows(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: the page makes as many queries with five WorkItems as with one (one read
+    of the mission's rows, whatever their number) and renders ``PROGRESS_SHOWN`` progress
+    rows at a time, paged: every row is on exactly one page, and a refresh keeps the page."""
+    monkeypatch.setattr(missions, "PROGRESS_SHOWN", 2)
+    world = scene.dash.world
+    client = logged_in(scene.dash.maria)
+    wf.authorize(world, scene.mission)
+    page(client, scene.url())  # the first request of a session does a little more once
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as context:
+            page(client, scene.url())
+        return len(context.captured_queries)
+
+    one = queries()
+    for _ in range(4):
+        wf.authorize(world, scene.mission)
+    assert queries() == one
+
+    first = page(client, scene.url())
+    assert len(_progress_rows(first)) == 2
+    pager = text(element(first, "data-field", "progress-pager"))
+    assert pager.startswith("WorkItems 1–2 of 5, newest report first.")
+    assert "(page 1 of 3)" in pager
+    assert 'href="?progress=2#progress-heading"' in first
+    seen = [
+        row for n in (1, 2, 3) for row in _progress_rows(page(client, scene.url(f"?progress={n}")))
+    ]
+    assert len(seen) == len(set(seen)) == 5
+    last = page(client, scene.url("?progress=3"))
+    assert "Newer</a>" in last
+    assert "Older</a>" not in last
+    refresh = f"/groups/{scene.group}/missions/{scene.mission}/section/?progress=3"
+    assert f'data-refresh-url="{refresh}"' in last
+    assert _progress_rows(page(client, refresh)) == _progress_rows(last)
+    assert _progress_rows(page(client, scene.url("?progress=99"))) == _progress_rows(last)
+
+
+def test_the_state_counts_open_the_work_item_list_of_the_mission(scene: Scene) -> None:
+    """Issue 37: the page counts WorkItems per state; the list pages and filters them."""
+    wf.authorize(scene.dash.world, scene.mission)
+    html = page(logged_in(scene.dash.maria), scene.url())
+    counts = element(html, "data-field", "counts")
+    state = re.search(r'<li data-state="([a-z_]+)">', counts)
+    assert state is not None
+    listed = f"/groups/{scene.group}/work-items/?mission={scene.mission}"
+    assert f'href="{listed}&amp;state={state.group(1)}"' in counts
+    assert f'href="{listed}"' in element(html, "data-field", "work-item-list-link")
+
+
+def test_the_waiting_card_names_a_bounded_number_and_counts_the_rest(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R10.2-20, issue 37: a cancelled dependency of many WorkItems lists ``SHOWN`` of them
+    and says how many more wait; the count is of them all."""
+    monkeypatch.setattr(mission_waiting, "SHOWN", 1)
+    world = scene.dash.world
+    first = wf.authorize(world, scene.mission)
+    for _ in range(3):
+        wf.authorize(world, scene.mission, depends_on=(first,))
+    wf.submit(world.w1, world.group, "work.cancel", {"work_item": first, "reason": "moved"})
+    html = page(logged_in(scene.dash.maria), scene.url())
+    card = element(html, "id", "waiting-on-ended")
+    assert text(element(card, "class", "count")) == "3"
+    assert len(re.findall(r"<li data-work-item=", card)) == 1
+    assert field(html, "waiting-more").startswith("and 2 more")
+
+
+def test_an_ended_missions_final_approval_names_its_ending(scene: Scene) -> None:
+    """R10.2-18: the screen finds the ending near its WorkItems' newest event, read as one
+    aggregate (``missions.latest_sequence``)."""
+    world = scene.dash.world
+    item = wf.authorize(world, scene.mission)
+    wf.submit(world.w1, world.group, "work.cancel", {"work_item": item, "reason": "moved"})
+    wf.submit(
+        world.olga, world.group, "mission.cancel", {"mission": scene.mission, "reason": "Done"}
+    )
+    html = page(logged_in(scene.dash.maria), scene.url("final-approval/"))
+    ending = field(html, "ending")
+    assert ending.startswith("Cancelled by olga")
+    assert "Done" in ending
 
 
 # --- the final-approval screen ---------------------------------------------------------------

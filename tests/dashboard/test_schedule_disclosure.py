@@ -150,8 +150,8 @@ def test_an_item_without_a_current_disclosure_shows_no_schedule_line(dash: Dashb
 
 
 def test_the_mission_page_reads_every_schedule_in_the_same_queries(dash: Dashboard) -> None:
-    """R11.2-01: the lines come from the one query that reads the mission's items: the
-    page makes as many queries with four scheduled items as with one."""
+    """R11.2-01, issue 37: the lines come from the one query that reads the shown progress
+    rows' reports: the page makes as many queries with four scheduled items as with one."""
     world = dash.world
     mission = wf.mission(world)
     client = logged_in(dash.maria)

@@ -37,6 +37,8 @@ NOT_GROUP_SCOPED: dict[str, str] = {
     "auth_user_groups": "Django's permission groups (auth.Group), not Mission Groups",
     "notifications_notification": "a person's notifications (issue 36), read per person (the "
     "bell, the digest) and kept with the person; its group only says what it is about",
+    "dashboard_inboxsnooze": "a person's snoozed inbox entries (issue 37 §5): view state read "
+    "per person, kept with the person like notifications; its group only names the entry",
     "notifications_grouphook": "a group's chat and webhook settings (issue 36): a few rows of "
     "configuration an admin edits, neither log nor projection, kept with the site's other "
     "settings rather than sharded with the group's log",

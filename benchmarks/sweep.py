@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -303,10 +304,25 @@ def statement_kind(sql: str) -> str:
     """A statement's verb and table, e.g. ``SELECT ledger_commandrecord``; for a query of
     several statements (``statements.sent_as_one``, ``reads.run_together``), each distinct
     kind in order, joined by `` + ``."""
-    parts = statements_of(sql)
+    parts = [sub for part in statements_of(sql) for sub in _sub_statements(part)]
     if len(parts) > 1:
         return " + ".join(dict.fromkeys(_one_kind(part) for part in parts))
     return _one_kind(sql)
+
+
+#: ``apps.ledger.folded``'s form: ``WITH w0 AS (s0), w1 AS (s1), … main``
+_FOLDED_HEAD = "WITH w0 AS ("
+_BETWEEN_SUBS = re.compile(r"\), w\d+ AS \(")
+_BEFORE_MAIN = re.compile(r"\) (?=(?:INSERT|UPDATE|DELETE) )")
+
+
+def _sub_statements(sql: str) -> list[str]:
+    """The statements a folded ``WITH`` holds, in order (any other statement: itself)."""
+    if not sql.startswith(_FOLDED_HEAD):
+        return [sql]
+    *subs, last = _BETWEEN_SUBS.split(sql.removeprefix(_FOLDED_HEAD))
+    *_, main = _BEFORE_MAIN.finditer(last)
+    return [*subs, last[: main.start()], last[main.end() :]]
 
 
 def _one_kind(sql: str) -> str:

@@ -186,6 +186,9 @@ DATABASES = {"default": _database()}
 #: the role the servers and workers connect as, granted its privileges after each migrate
 #: (apps.ledger.db_roles; docs/deploy.md "Database roles"); empty: none is granted
 MWP_APP_DB_ROLE = os.environ.get("MWP_APP_DB_ROLE", "")
+#: PostgreSQL: a command's writes as one data-modifying WITH, bound and prepared on the server
+#: (apps/ledger/folded.py, issue 38 §1); 0 sends them as several statements quoted into one query
+MWP_FOLDED_WRITES = _flag("MWP_FOLDED_WRITES", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")

@@ -45,16 +45,23 @@ def run_together(reads: Sequence[Read[Any]]) -> list[Any]:
     quote = quoter()
     texts = [quote(read.sql, read.params) for read in reads]
     with hot_cursor() as cursor:
-        if opens_its_transaction(db):
-            cursor.execute(one_query(["BEGIN", *texts]))
-            cursor.nextset()
-        else:
-            cursor.execute(one_query(texts))
-        answers = [reads[0].finish(cursor.fetchall())]
-        for read in reads[1:]:
-            cursor.nextset()
-            answers.append(read.finish(cursor.fetchall()))
-    return answers
+        begins = opens_its_transaction(db)
+        cursor.execute(one_query(["BEGIN", *texts] if begins else texts))
+        # each answer straight from psycopg's cursor, inside one translation of its errors:
+        # Django's wrapper wraps every ``nextset`` and ``fetchall`` call anew
+        with db.wrap_database_errors:
+            results = _results(cursor.cursor, skip=int(begins))
+    return [read.finish(rows) for read, rows in zip(reads, results, strict=True)]
+
+
+def _results(cursor: Any, *, skip: int) -> list[list[Row]]:
+    """The rows of each statement of the query ``cursor`` ran, after the first ``skip``."""
+    for _ in range(skip):
+        cursor.nextset()
+    results = [cursor.fetchall()]
+    while cursor.nextset():
+        results.append(cursor.fetchall())
+    return results
 
 
 def run_one[T](read: Read[T]) -> T:

@@ -8,11 +8,11 @@ instead of the database, exactly as they would read the rows had they been writt
 refused command stages nothing, so it leaves no trace without a savepoint, and a run costs
 one statement per table at its end (``flush``), however many commands it held.
 
-On PostgreSQL the flush is sent as one query of several statements
-(``statements.sent_as_one``): the events, the projection rows, the records, the head row
-and the ``COMMIT`` in one round trip and one call through the driver, where each used to
-cost one or more; a table's rows, when a batch or a sweep stages many, go by ``COPY`` just
-before it.
+On PostgreSQL the flush is sent as one query (``statements.sent_as_one``): the events, the
+projection rows, the records and the head row folded into one data-modifying ``WITH``
+(``folded``), and the ``COMMIT``, in one round trip and one call through the driver, where
+each used to cost one or more; a table's rows, when a batch or a sweep stages many, go by
+``COPY`` just before a query of the statements one after another.
 
 Reads the stage cannot answer from memory go to the database, which holds every row but the
 staged ones: the projection rows of keys not read yet (``view``), the records of command ids

@@ -28,7 +28,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
-from . import jsoncolumns
+from . import folded, jsoncolumns
 
 Converter = Callable[[Any, Any, Any], Any]
 
@@ -55,7 +55,7 @@ def hot_cursor() -> CursorWrapper:
     db = current()
     if db.vendor != "postgresql":
         return db.cursor()
-    collecting: _Collected | None = getattr(_collecting, "statements", None)
+    collecting: _Collected | folded.Folded | None = getattr(_collecting, "statements", None)
     if collecting is not None:
         return collecting  # type: ignore[return-value]
     db.ensure_connection()
@@ -158,18 +158,28 @@ def sent_as_one() -> Iterator[None]:
     batch's events, records and new projection rows: ``COPY_FROM_ROWS``) goes by ``COPY``
     just before that query instead: a round trip more, in which PostgreSQL parses no SQL
     per row and psycopg quotes nothing in Python (a batch of 500: ~15–25 % less time per
-    command, docs/benchmarks.md). Elsewhere (SQLite) the statements run one by one."""
+    command, docs/benchmarks.md). Unless ``MWP_FOLDED_WRITES`` is off, statements that
+    modify data and no ``COPY``-sized insert are folded into one ``WITH`` first
+    (``folded``), which the server parses, plans and runs as one statement. Elsewhere
+    (SQLite) the statements run one by one."""
     db = current()
     if db.vendor != "postgresql" or getattr(_collecting, "statements", None) is not None:
         yield
         return
     db.ensure_connection()
+    kept = folded.Folded() if folded.enabled(db) else None
     collected = _Collected(quoter())
-    _collecting.statements = collected
+    _collecting.statements = kept if kept is not None else collected
     try:
         yield
     finally:
         _collecting.statements = None
+    if kept is not None:  # one data-modifying ``WITH`` where the statements allow it
+        one = kept.fold(most_rows=min(COPY_FROM_ROWS, UPDATE_FROM_ROWS))
+        if one is not None:
+            folded.send(db, collected.quote, one[0], one[1], commit=one[2])
+            return
+        kept.replay(collected)
     if not (collected.copies or collected.texts):
         return
     with _wrapped(psycopg.Cursor(db.connection), db) as cursor:

@@ -130,6 +130,22 @@ def test_statements_are_grouped_by_verb_and_table():
     )
 
 
+def test_a_folded_with_is_counted_as_the_statements_it_holds():
+    """``apps.ledger.folded``'s ``WITH`` is classified by its sub-statements and its main
+    one, as the statements it replaces would be (a quoted value that looks like the
+    separator does not split it)."""
+    assert (
+        statement_kind(
+            "WITH w0 AS (INSERT INTO ledger_event (a) VALUES ('x) UPDATE y')), "
+            'w1 AS (UPDATE "work_workitem" SET a = 1 WHERE b = 2), '
+            'w2 AS (INSERT INTO "ledger_commandrecord" (a) VALUES (1)) '
+            "UPDATE ledger_grouplog SET head_sequence = 3 WHERE group_id = 'g';\nCOMMIT"
+        )
+        == "INSERT ledger_event + UPDATE work_workitem + INSERT ledger_commandrecord"
+        " + UPDATE ledger_grouplog + COMMIT"
+    )
+
+
 def test_saved_sweep_figures_render_the_same_section_again(tmp_path):
     """``--only sweep --render-only`` re-renders section 6 from the figures a run saved, so
     editing the interpretation never needs a new measurement."""

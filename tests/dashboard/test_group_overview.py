@@ -83,6 +83,27 @@ def test_the_counts_say_how_many_workitems_and_missions_are_in_each_state(
     assert 'data-field="work-counts-total">3<' in html
 
 
+def test_an_ended_state_is_counted_up_to_the_cap_and_says_so(
+    dash: Dashboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37 §1 at a million events: the ended states hold most of a group's history, so
+    each is counted no further than the cap and shown as "N+" (the list has them all); the
+    unfinished ones are always exact."""
+    monkeypatch.setattr(overview, "COUNT_CAP", 1)
+    world = dash.world
+    mission = wf.mission(world)
+    failed_item(world, mission)
+    failed_item(world, mission)
+    wf.queued(world, mission)
+    wf.queued(world, mission)
+    html = group_page(dash)
+    counts = element(html, "id", "work-counts")
+    assert re.search(r'data-state="failed">\s*<a href="[^"]*"><span[^>]*>1\+</span>', counts)
+    assert count_of(html, "work-counts", "queued") == 2
+    assert 'data-field="work-counts-total">3+<' in html
+    assert count_of(html, "work-counts", "verified") == 0
+
+
 def test_failed_and_blocked_workitems_need_attention_with_their_reason_and_link(
     dash: Dashboard,
 ) -> None:

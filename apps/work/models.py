@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from django.db import models
-from django.db.models import F
+from django.db.models import F, JSONField, Value
 from django.db.models.functions import Now
 
 from apps.ledger.projections import ModelProjection, ProjectionJSONDecoder
@@ -54,7 +54,11 @@ class Mission(models.Model):
     #: ``used`` over time, bounded: [[sequence, recorded_at, {dimension: used}], ...]
     usage_series = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
     #: ``mission.changes_requested``, oldest first (issue 36 §5, ``missions.changes``)
-    change_requests = models.JSONField(decoder=ProjectionJSONDecoder, default=list)
+    #: ``db_default``: rows written by plain SQL that predates the column get ``[]`` too —
+    #: the write path's frozen floor (benchmarks/pgbench/write_path_statements.sql, issue 38)
+    change_requests = models.JSONField(
+        decoder=ProjectionJSONDecoder, default=list, db_default=Value([], output_field=JSONField())
+    )
 
     class Meta:
         constraints: ClassVar = [

@@ -19,7 +19,9 @@ from django.test import Client
 
 from apps.notifications import live
 from apps.notifications.consumers import BellConsumer
+from apps.registry.services import authenticate_bearer
 from missionweave.asgi import application
+from tests.factories import World
 from tests.notifications.inbox_rows import person, told
 
 PATH = "/ws/notifications/"
@@ -115,4 +117,20 @@ async def test_a_socket_without_a_person_from_this_site_is_refused(
     socket = WebsocketCommunicator(application, PATH, headers=sent)
     connected, _ = await socket.connect()
     assert not connected
+    await socket.disconnect()
+
+
+async def test_an_agents_token_is_refused(settings: Any, world: World) -> None:
+    """The bell is a person's: an agent's valid session token opens the group stream
+    (wire.md §7) but not ``/ws/notifications/``, which answers with its own refusal (4401)."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    token = world.w1.token
+    caller = await database_sync_to_async(lambda: authenticate_bearer(token).caller)()
+    assert caller.principal == world.w1.principal  # the token itself is good
+    socket = WebsocketCommunicator(
+        application, PATH, headers=[(b"authorization", f"Bearer {token}".encode()), ORIGIN]
+    )
+    connected, code = await socket.connect()
+    assert not connected
+    assert code == 4401
     await socket.disconnect()

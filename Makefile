@@ -105,6 +105,7 @@ docs: bootstrap
 bench: bootstrap services
 	$(SERVER_ENV) $(PY) -m benchmarks.run
 	$(PY) -m benchmarks.worker_scheduler --write
+	$(PY) -m benchmarks.must_holds
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/ test-results/ build/ *.egg-info

@@ -38,8 +38,8 @@ from .config import ROOT, BenchConfig
 from .database import reset_database
 from .facts import load_average
 from .fresh import log
-from .report import splice_block
 from .servers import server_environment
+from .splice import splice_block
 from .stream_report import ARTIFACTS_BEGIN, ARTIFACTS_END
 from .world import build_world
 

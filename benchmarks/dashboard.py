@@ -54,6 +54,7 @@ from .dashboard_cast import OWNER, REVIEWER, WORKER_1
 from .dashboard_report import TARGET_MS, splice_dashboard
 from .facts import _git_revision, load_average, machine_facts
 from .fresh import log
+from .must_holds import splice_must_holds
 from .stats import percentile
 
 #: queries listed per page in the raw figures
@@ -487,6 +488,6 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
         payload = {"command": command, "dashboard": result.as_dict()}
         saved.write_text(json.dumps(payload, indent=2) + "\n")
     document = config.output.read_text() if config.output.exists() else "# Benchmarks\n"
-    config.output.write_text(splice_dashboard(document, result, command))
+    config.output.write_text(splice_must_holds(splice_dashboard(document, result, command)))
     log(f"wrote section 10 of {config.output}")
     return 0

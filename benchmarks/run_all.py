@@ -1,6 +1,8 @@
 """The full run (``make bench``): every (groups, clients) cell, batches, the per-step
-breakdown and the sweep, then the whole report; sections 7 to 10 are carried over from the
-last ``--only stream`` / ``replay`` / ``artifacts`` / ``dashboard`` run."""
+breakdown and the sweep, then the whole report; sections 7 to 11 are carried over from the
+last ``--only stream`` / ``replay`` / ``artifacts`` / ``dashboard`` run and from
+``benchmarks.worker_scheduler --write``; the must-holds table is rendered last, from the whole
+report (``make bench`` prints it last: ``python -m benchmarks.must_holds``)."""
 
 from __future__ import annotations
 
@@ -23,11 +25,13 @@ from .facts import load_average
 from .fresh import fresh_results, log
 from .http_load import measure_http, measure_http_batch
 from .inprocess import measure_inprocess
-from .report import SCHEDULER_BEGIN, SCHEDULER_END, carry_over_block, render
+from .must_holds import splice_must_holds
+from .report import render
 from .results import Results
 from .rounds import collapse, tag
 from .run_sweep import measure_sweep_section
 from .servers import describe_pool, describe_server, running_servers
+from .splice import SCHEDULER_BEGIN, SCHEDULER_END, carry_over_block
 from .stream_report import carry_over
 from .world import BenchWorld, build_world
 
@@ -186,6 +190,7 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
         old = config.output.read_text()
         document = carry_over_dashboard(old, carry_over(old, document))
         document = carry_over_block(old, document, SCHEDULER_BEGIN, SCHEDULER_END)
+    document = splice_must_holds(document)
     config.output.write_text(document)
     results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))
     log(f"wrote {config.output}")

@@ -8,6 +8,7 @@ import json
 
 from .config import ROOT, BenchConfig
 from .fresh import fresh_results, log
+from .must_holds import splice_must_holds
 from .replay import ReplayResult, measure_replay, replay_events
 from .stream import StreamResult, measure_stream, stream_plan
 from .stream_report import splice_replay, splice_stream
@@ -35,7 +36,7 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
         document = splice_stream(document, result, command)
     else:
         document = splice_replay(document, result, command)
-    config.output.write_text(document)
+    config.output.write_text(splice_must_holds(document))
     if not render_only:
         saved.parent.mkdir(parents=True, exist_ok=True)
         payload = {"command": command, section: result.as_dict()}

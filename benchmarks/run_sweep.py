@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from .config import ROOT, BenchConfig
 from .facts import load_average
 from .fresh import fresh_results, log
+from .must_holds import splice_must_holds
 from .report import render, splice_sweep
 from .results import Results
 from .sweep import SweepResult, measure_sweep
@@ -41,12 +42,16 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
     saved = ROOT / "var" / "benchmarks" / ("sweep-quick.json" if args.quick else "sweep.json")
     if args.render_only:
         results = Results.load_sweep(saved, config)
-        config.output.write_text(splice_sweep(config.output.read_text(), results))
+        config.output.write_text(
+            splice_must_holds(splice_sweep(config.output.read_text(), results))
+        )
         log(f"rendered section 6 of {config.output} again from {saved}")
         return 0
     results = measure_sweep_only(config, command)
     if config.output.exists():
-        config.output.write_text(splice_sweep(config.output.read_text(), results))
+        config.output.write_text(
+            splice_must_holds(splice_sweep(config.output.read_text(), results))
+        )
     else:
         config.output.write_text(render(results))
     results.dump(saved)

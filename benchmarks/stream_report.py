@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from .replay import CEILING_SHARE, KEYSET_WAYS, ReplayResult
-from .report import splice_block
+from .splice import splice_block
 from .stream import StreamResult
 
 HERE = Path(__file__).resolve().parent

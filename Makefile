@@ -104,6 +104,7 @@ docs: bootstrap
 
 bench: bootstrap services
 	$(SERVER_ENV) $(PY) -m benchmarks.run
+	$(SERVER_ENV) $(PY) -m benchmarks.run --only floor
 	$(PY) -m benchmarks.worker_scheduler --write
 	$(PY) -m benchmarks.must_holds
 

@@ -30,6 +30,13 @@ uvicorn, against ``sha256sum`` of the same file) in its own database
 while it checks out; its artifacts go to ``var/benchmarks/dashboard-artifacts``; raw
 figures to ``var/benchmarks/dashboard.json``.
 
+``--only floor`` resets the database and measures issue 38's must-holds side by side in each
+round: pgbench running the frozen floor (``benchmarks/pgbench/write_path_statements.sql``,
+unchanged) at one client, the in-process write path and HTTP at one group and one client,
+and ``commands:batch`` of 500 next to ``executemany`` of as many rows
+(``benchmarks/frozen_floor.py``). It replaces only its block of the report and the
+must-holds table; its raw figures go to ``var/benchmarks/floor.json``.
+
 ``--only profile`` times one client's ``submit_command`` loop on a fresh database and prints
 its ``cProfile`` (``benchmarks/profile_submit.py``); it writes no report.
 """
@@ -61,6 +68,7 @@ RUNS = {
     "artifacts": "benchmarks.artifacts",
     "dashboard": "benchmarks.dashboard",
     "profile": "benchmarks.profile_submit",
+    "floor": "benchmarks.frozen_floor",
 }
 
 

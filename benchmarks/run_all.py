@@ -1,7 +1,8 @@
 """The full run (``make bench``): every (groups, clients) cell, batches, the per-step
 breakdown and the sweep, then the whole report; sections 7 to 11 are carried over from the
 last ``--only stream`` / ``replay`` / ``artifacts`` / ``dashboard`` run and from
-``benchmarks.worker_scheduler --write``; the must-holds table is rendered last, from the whole
+``benchmarks.worker_scheduler --write``, and the frozen floor's block from the last ``--only
+floor`` run; the must-holds table is rendered last, from the whole
 report (``make bench`` prints it last: ``python -m benchmarks.must_holds``)."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .config import ROOT, BenchConfig
 from .dashboard_report import carry_over_dashboard
 from .facts import load_average
 from .fresh import fresh_results, log
+from .frozen_floor_figures import FLOOR_BEGIN, FLOOR_END
 from .http_load import measure_http, measure_http_batch
 from .inprocess import measure_inprocess
 from .must_holds import splice_must_holds
@@ -190,6 +192,7 @@ def run(config: BenchConfig, args: argparse.Namespace) -> int:
         old = config.output.read_text()
         document = carry_over_dashboard(old, carry_over(old, document))
         document = carry_over_block(old, document, SCHEDULER_BEGIN, SCHEDULER_END)
+        document = carry_over_block(old, document, FLOOR_BEGIN, FLOOR_END)
     document = splice_must_holds(document)
     config.output.write_text(document)
     results.dump(ROOT / "var" / "benchmarks" / ("quick.json" if args.quick else "results.json"))

@@ -12,6 +12,8 @@ from pathlib import Path
 from benchmarks import must_holds
 from benchmarks.config import load_config
 from benchmarks.dashboard_report import TARGET_MS, carry_over_dashboard
+from benchmarks.frozen_floor_figures import FLOOR_BEGIN, FLOOR_END, NO_16_CLIENT_FORM, block
+from benchmarks.frozen_floor_figures import NOT_MEASURED as FLOOR_NOT_MEASURED
 from benchmarks.report import render
 from benchmarks.results import Results
 from benchmarks.splice import (
@@ -77,15 +79,34 @@ def test_the_write_path_rows_are_read_from_section_5c_as_the_run_judged_them(tmp
     assert _row(rows, "in process, 1 group × 1 client").verdict == "—"
 
 
-def test_issue_38s_frozen_floor_ratios_say_make_bench_has_not_measured_them(tmp_path):
+def test_issue_38s_frozen_floor_ratios_say_no_floor_run_has_measured_them(tmp_path):
+    """A full run's report alone: the frozen floor is measured by ``--only floor``."""
     rows = must_holds.must_holds(_report(tmp_path))
 
-    frozen = [row for row in rows if row.text.endswith("/ frozen floor")]
+    frozen = [row for row in rows if row.issue == "38"]
     assert [(row.asked, row.latest, row.verdict) for row in frozen] == [
-        ("≥ 0.65×", must_holds.NOT_MEASURED, "—"),
-        ("≥ 0.40×", must_holds.NOT_MEASURED, "—"),
-        ("≥ 0.45×", must_holds.NOT_MEASURED, "—"),
+        ("≥ 0.65×", FLOOR_NOT_MEASURED, "—"),
+        ("≥ 0.40×", NO_16_CLIENT_FORM, "—"),
+        ("≥ 0.45×", FLOOR_NOT_MEASURED, "—"),
+        ("≥ 0.15×", FLOOR_NOT_MEASURED, "—"),
     ]
+
+
+def test_a_full_run_carries_the_frozen_floors_block_over(tmp_path):
+    """``make bench`` does not measure the frozen floor; the last ``--only floor`` run's
+    block and its rows of the table stay."""
+    rates = {"frozen_floor": 200, "inprocess": 140, "http": 100, "executemany": 1, "batch": 1}
+    floor = block([rates], when="today", command="pytest")
+    published = must_holds.splice_must_holds(_report(tmp_path) + "\n" + floor)
+
+    carried = must_holds.splice_must_holds(
+        carry_over_block(published, _report(tmp_path), FLOOR_BEGIN, FLOOR_END)
+    )
+
+    assert floor in carried
+    assert "| in process, 1 group × 1 client / frozen floor | 38 | ≥ 0.65× | 0.70× | holds |" in (
+        carried
+    )
 
 
 def test_the_dashboard_row_is_the_slowest_must_hold_page_of_section_10():

@@ -1,0 +1,141 @@
+"""``--only floor``: issue 38's must-holds, the write path measured side by side with the
+frozen floor.
+
+The frozen floor is ``benchmarks/pgbench/write_path_statements.sql``: the eleven statements
+one ``mission.create`` sent when the performance issue was blocked, run by pgbench unchanged
+(never edited: it is the reference). Its text names group ``bench-g00`` and agent
+``bench-a00``, so the run builds a world of one group and one agent on a freshly reset
+database, and every figure writes into that group. Each round measures, back to back: the
+ceiling (pgbench's gapless append), the frozen floor, the in-process write path, HTTP (one
+uvicorn process, the product's pool), then ``executemany`` of 500 rows and ``commands:batch``
+of 500 over HTTP. ``benchmarks.frozen_floor_figures`` takes the paired ratios.
+
+The frozen script advances the real head (its ``UPDATE`` sets ``head_sequence`` to the next
+one and a fixed hash), so the commands sent after it append at the real head, as they
+would after any writer; the floor's missions and records have ids of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection
+
+from . import ceilings
+from .config import ROOT, BenchConfig
+from .facts import load_average
+from .fresh import fresh_results, log
+from .frozen_floor_figures import (
+    AGENT,
+    BATCH_SIZE,
+    FLOOR_BEGIN,
+    FLOOR_END,
+    GROUP,
+    block,
+    judge,
+)
+from .http_load import measure_http, measure_http_batch
+from .inprocess import measure_inprocess
+from .must_holds import splice_must_holds
+from .servers import running_servers
+from .splice import splice_block
+from .stats import Measurement
+from .world import BenchWorld, build_world
+
+FROZEN_SCRIPT = ROOT / "benchmarks" / "pgbench" / "write_path_statements.sql"
+
+
+def _analyze() -> None:
+    """Fresh planner statistics before each round (``run_all._analyze`` says why)."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+def run_frozen_floor(url: str, *, seconds: float) -> Measurement:
+    """pgbench running the frozen script as it is, at one client."""
+    return ceilings.pgbench(
+        url, ["-f", str(FROZEN_SCRIPT)], clients=1, groups=1, seconds=seconds, name="frozen_floor"
+    )
+
+
+def _round(config: BenchConfig, world: BenchWorld, urls: list[str]) -> dict[str, float]:
+    """One round's rates, by figure, each measured right after the one before."""
+    _analyze()
+    url = config.database_url
+    measured = {
+        "pgbench": ceilings.run_pgbench(url, clients=1, groups=1, seconds=config.seconds),
+        "frozen_floor": run_frozen_floor(url, seconds=config.seconds),
+        "inprocess": measure_inprocess(world, clients=1, groups=1, config=config),
+        "http": measure_http(world, urls, clients=1, groups=1, config=config),
+        "executemany": ceilings.run_executemany(url, batch_size=BATCH_SIZE, seconds=config.seconds),
+        "batch": measure_http_batch(world, urls, size=BATCH_SIZE, config=config),
+    }
+    for name, measurement in measured.items():
+        if measurement.notes:
+            log(f"{name}: {'; '.join(measurement.notes)}")
+    return {name: measurement.rate for name, measurement in measured.items()}
+
+
+def measure(config: BenchConfig, command: str) -> dict[str, Any]:
+    """Every round's rates on a fresh database, with the run's facts."""
+    results = fresh_results(config, command)
+    world = build_world(groups=1, agents=1)
+    if (world.groups[0], world.agents[0].principal) != (GROUP, f"agent:{AGENT}"):
+        raise RuntimeError(f"the frozen script writes into {GROUP} as {AGENT}: {world!r}")
+    ceilings.run_pgbench(config.database_url, clients=1, groups=1, seconds=1)  # settle
+    rounds = []
+    with running_servers(config, pool=True) as urls:
+        for index in range(config.rounds):
+            rates = _round(config, world, urls)
+            rounds.append(rates)
+            log(
+                f"round {index + 1}: "
+                + ", ".join(f"{name} {rate:,.0f}/s" for name, rate in rates.items())
+                + f" (load {os.getloadavg()[0]:.1f})"
+            )
+    return {
+        "command": command,
+        "started_at": results.started_at.isoformat(),
+        "finished_at": datetime.now(UTC).isoformat(),
+        "facts": results.facts,
+        "load_before": results.load_before,
+        "load_after": load_average(),
+        "seconds": config.seconds,
+        "rounds": rounds,
+    }
+
+
+def _write_report(config: BenchConfig, figures: dict[str, Any]) -> None:
+    """The block of ``figures`` (what :func:`measure` returned, or ``floor.json``) into the
+    report, and the must-holds table rendered again from it."""
+    when = f"{figures['started_at'][:16].replace('T', ' ')} UTC"
+    text = block(figures["rounds"], when=when, command=figures["command"])
+    if config.output.exists():  # replace the block (or add it) and the table it feeds
+        old = config.output.read_text()
+        text = splice_must_holds(splice_block(old, FLOOR_BEGIN, FLOOR_END, text))
+    config.output.write_text(text)
+
+
+def run(config: BenchConfig, args: argparse.Namespace) -> int:
+    command = "python -m benchmarks.run --only floor" + (" --quick" if args.quick else "")
+    saved = ROOT / "var" / "benchmarks" / ("floor-quick.json" if args.quick else "floor.json")
+    if args.render_only:
+        _write_report(config, json.loads(saved.read_text()))
+        log(f"rendered the frozen floor's block of {config.output} again from {saved}")
+        return 0
+    # one server process: the must-holds are one client's, and a second process would only
+    # take CPU from the one that serves it
+    config = dataclasses.replace(config, servers=1)
+    figures = measure(config, command)
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps(figures, indent=2) + "\n")
+    _write_report(config, figures)
+    for judged in judge(figures["rounds"]):
+        log(f"{judged.ratio.text}: {judged.latest} ({judged.verdict})")
+    log(f"wrote {saved} and the frozen floor's block of {config.output}")
+    return 0

@@ -38,7 +38,9 @@ _CONTRACT: dict[str, Any] = {
     "allowed": {"tools": ["search"], "data": ["incidents"], "operations": ["read"]},
     "resources": {"max_concurrency": 1},
     "capabilities": [{"id": "text.summarise", "version": "1"}],
-    "deadline": "2026-12-01T00:00:00Z",
+    # far ahead: a start-by is capped by the deadline (R11.3-02), so a deadline already
+    # past made every example WorkItem miss its start at once once that day came
+    "deadline": "2036-12-01T00:00:00Z",
     "urgency": "normal",
     "business_impact": "medium",
     "budgets": {

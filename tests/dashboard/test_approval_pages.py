@@ -252,6 +252,14 @@ def test_a_stale_page_is_refused_as_stale_revision(owners: People) -> None:
     world = owners.world
     item = gated(owners)
     html = screen(world.olga, owners, item)
+    # The coordinator fails the item and offers a corrected contract: revision 2 (its queued
+    # owner still holds it until then, R10.2-03)
+    wf.submit(
+        world.w1,
+        owners.group,
+        "work.fail",
+        {"work_item": item, "evidence": wf.failure_evidence(world)},
+    )
     corrected = wf.gated_contract(2, goal="Summarise the incident reports, tables named")
     wf.accept(world, item, wf.offer(world, item, contract=corrected), revision=2)
     before = wf.head(owners.group)

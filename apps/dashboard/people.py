@@ -220,35 +220,27 @@ def _fill_waiting(
     gated, more_gated = _items(
         group_id, state=S.QUEUED, data__contract__risk__requires_execution_approval=True
     )
-    for item in (i for i in gated if is_waiting_for_approval(i)):
-        for principal in asks.approvers(item, members):
-            by, note = _asker(item, principal, asks.EXECUTION_APPROVAL)
-            views[principal].waiting.append(
-                Waiting(
-                    "approval",
-                    str(item.contract.get("goal", "")) or item.id,
-                    group_id,
-                    work_item=item.id,
-                    mission=item.mission,
-                    asked_by=by,
-                    note=note,
-                )
-            )
     submitted, more_submitted = _items(group_id, state=S.SUBMITTED)
-    for item in submitted:
-        for principal in asks.reviewers(item, members):
-            by, note = _asker(item, principal, asks.REVIEW)
-            views[principal].waiting.append(
-                Waiting(
-                    "review",
-                    str(item.contract.get("goal", "")) or item.id,
-                    group_id,
-                    work_item=item.id,
-                    mission=item.mission,
-                    asked_by=by,
-                    note=note,
+    waits = (
+        ("approval", [i for i in gated if is_waiting_for_approval(i)], asks.approvers),
+        ("review", submitted, asks.reviewers),
+    )
+    wanted_for = {"approval": asks.EXECUTION_APPROVAL, "review": asks.REVIEW}
+    for kind, items, who_may in waits:
+        for item in items:
+            for principal in who_may(item, members):
+                by, note = _asker(item, principal, wanted_for[kind])
+                views[principal].waiting.append(
+                    Waiting(
+                        kind,
+                        str(item.contract.get("goal", "")) or item.id,
+                        group_id,
+                        work_item=item.id,
+                        mission=item.mission,
+                        asked_by=by,
+                        note=note,
+                    )
                 )
-            )
     approvers = [
         m.principal
         for m in members

@@ -288,7 +288,8 @@ def test_an_expired_lease_then_a_late_result_is_shown_for_audit_not_as_a_complet
     row = element(element(card, "data-field", "lease-history"), "data-lease", lease)
     assert text(row).startswith("w2 Technical details")
     assert f"lease {lease} holder agent:w2" in text(element(row, "class", "technical-details"))
-    assert text(element(row, "data-field", "closed-by")) == "lease.expired"
+    assert text(element(row, "data-field", "closed-by")) == "expired without a renewal"
+    assert "ended by lease.expired" in text(element(row, "class", "technical-details"))
     assert text(element(row, "data-field", "status")) == "expired"
 
     audit = element(body, "id", "late-results")
@@ -354,10 +355,10 @@ def test_a_retry_waits_for_its_backoff_after_the_last_checkpoint(dash: Dashboard
     history = element(card, "data-field", "lease-history")
     assert re.findall(r'<tr data-lease="([^"]+)"', history) == [second, first]
     revoked = element(history, "data-lease", second)
-    assert text(element(revoked, "data-field", "closed-by")) == "work.retry_scheduled"
+    assert text(element(revoked, "data-field", "closed-by")) == "the attempt failed"
     assert text(element(revoked, "data-field", "status")) == "revoked"
     released = element(history, "data-lease", first)
-    assert text(element(released, "data-field", "closed-by")) == "work.checkpointed"
+    assert text(element(released, "data-field", "closed-by")) == "released at a checkpoint"
     assert text(element(released, "data-field", "status")) == "released"
 
     saved = element(card, "data-field", "checkpoint")

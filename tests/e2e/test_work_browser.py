@@ -215,7 +215,7 @@ def test_the_lease_counts_down_and_follows_renewals_charges_and_reassignment_liv
     )
     closed = card.locator(f'[data-field="lease-history"] tr[data-lease="{lease}"]')
     expect(closed.locator('[data-field="status"]')).to_have_text("expired")
-    expect(closed.locator('[data-field="closed-by"]')).to_have_text("lease.expired")
+    expect(closed.locator('[data-field="closed-by"]')).to_have_text("expired without a renewal")
     expect(card.locator('[data-field="reassignments"]')).to_have_text("1")
     expect(page.locator('#work-item-body [data-field="state"]')).to_have_text("open")
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django import template
 
 from apps.dashboard.actions import new_command_id
+from apps.dashboard.attempts import LEASE_ENDINGS
 from apps.dashboard.timeline import event_family
 from missionweave.protocol.timefmt import parse_timestamp
 
@@ -79,7 +80,20 @@ def lease_details(lease: object) -> list[tuple[str, str]]:
         ("holder", str(getattr(lease, "agent", ""))),
         ("session epoch", str(getattr(lease, "session_epoch", None) or "—")),
         ("ownership epoch", str(getattr(lease, "ownership_epoch", ""))),
+        *([("ended by", str(lease.closed_by))] if getattr(lease, "closed_by", None) else []),
     ]
+
+
+@register.filter
+def lease_ending(closed_by: object) -> str:
+    """How a lease ended, in words (``work.checkpointed`` -> "released at a checkpoint"):
+    the event's name stays in the lease's technical details. The part before a colon is
+    what the status chip beside it already says ("completed", "revoked"), so only the
+    reason after it is shown."""
+    if not closed_by:
+        return "—"
+    _, words = LEASE_ENDINGS.get(str(closed_by), ("", "ended"))
+    return words.partition(": ")[2] or words
 
 
 @register.filter

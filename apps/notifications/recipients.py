@@ -169,6 +169,13 @@ def _item_title(item: WorkItem) -> str:
     return str(item.contract.get("goal") or item.id)
 
 
+def mission_owners(count: int, *, with_count: bool = True) -> str:
+    """``2 mission owners``, ``1 mission owner``: the words an email and a chat message read,
+    never ``owner(s)``."""
+    words = "mission owner" if count == 1 else "mission owners"
+    return f"{count} {words}" if with_count else words
+
+
 def _drafts(principals: Iterable[str], kind: Kind, key: str, **fields: Any) -> list[Draft]:
     return [Draft(principal=p, kind=kind, key=key, **fields) for p in sorted(set(principals))]
 
@@ -186,8 +193,8 @@ def approval_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Dr
         return []
     needed = approvals_required(item)
     body = (
-        f"{name(item.owner or '')} accepted this work; it cannot start until {needed} mission "
-        f"owner(s) approve it ({len(item.approvals)} so far)."
+        f"{name(item.owner or '')} accepted this work; it cannot start until "
+        f"{mission_owners(needed)} approve it ({len(item.approvals)} so far)."
     )
     return _drafts(
         may_still_approve(item, facts.people),
@@ -241,8 +248,8 @@ def still_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft
         subject_id=item.id,
         title=f"{name(event['actor'])} approved “{_item_title(item)}”: it still needs you",
         body=(
-            f"{len(item.approvals)} of {needed} approvals given; {missing} more mission "
-            f"owner(s) must approve before it can start."
+            f"{len(item.approvals)} of {needed} approvals given; {missing} more "
+            f"{mission_owners(missing, with_count=False)} must approve before it can start."
         ),
         link=item_link(facts.group, item.id, "approval/"),
     )

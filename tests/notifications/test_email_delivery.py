@@ -100,6 +100,21 @@ def test_mission_owners_are_emailed_reminded_and_can_unsubscribe(
                 user__username="omar", subject_id="wi-2", kind="approval_needed"
             )
             assert (row.in_app, row.email_mode, row.deliveries.count()) == (True, "off", 0)
+            # wi-2 must start within an hour, beyond the 10 min lead: the beat, which has
+            # swept every half second meanwhile, reminds nobody of it
+            assert not Notification.objects.filter(
+                kind=Kind.DEADLINE_NEAR, subject_id="wi-2"
+            ).exists()
+            assert not [
+                m for m in about(mailbox.messages(), "must start") if "wi-2" in str(m["Subject"])
+            ]
+            reminded_of_wi_1 = Notification.objects.filter(
+                kind=Kind.DEADLINE_NEAR, subject_id="wi-1"
+            )
+            assert sorted(reminded_of_wi_1.values_list("user__username", flat=True)) == [
+                "olga",
+                "omar",
+            ]  # once each, though the beat swept again and again
 
         # every email delivery was sent once, at the first attempt, and only once
         sent = Delivery.objects.filter(channel="email")

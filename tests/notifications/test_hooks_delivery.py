@@ -4,11 +4,12 @@ delivers, and real HTTP server processes (``hook_receiver``) that receive the we
 Apprise ``json://`` message. A receiver that answers 500 twice then 200 gets the webhook
 three times and it is delivered exactly once, every attempt logged, each signature valid; a
 hook's kinds filter holds; a hook that keeps failing is turned off and the group's admins
-are told in the app.
+are told in the app and by email (a real SMTP server process).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -22,11 +23,17 @@ from apps.notifications.models import Delivery, Notification
 from tests import factories
 from tests.notifications.delivery import PUBLIC_URL, WAIT_S, delivery_env, settle
 from tests.notifications.hook_receiver import receiver
+from tests.notifications.mailbox import smtp_server
 from tests.notifications.story import Cast, cast, gated_item_accepted
+
+#: the first retry's wait; each further retry waits twice as long (``hook_tasks.backoff_s``)
+BACKOFF_S = 0.5
+#: what two timestamps of the worker's clock may differ from a countdown by
+CLOCK_SLACK_S = 0.05
 
 
 def worker_env(tmp_path: Path, **more: str) -> dict[str, str]:
-    more = {"MWP_HOOK_BACKOFF_S": "0.5", **more}
+    more = {"MWP_HOOK_BACKOFF_S": str(BACKOFF_S), **more}
     return delivery_env(MWP_VAR_DIR=str(tmp_path / "var"), **more)
 
 
@@ -86,7 +93,10 @@ def test_a_webhook_refused_twice_is_delivered_once_signed_and_chat_goes_through_
         ]  # fmt: skip
         assert attempts[0].error.startswith("HTTP 500")
         assert all(a.duration_ms >= 0 for a in attempts)
-        assert attempts[1].at < attempts[2].at
+        # backoff: retry n waits MWP_HOOK_BACKOFF_S x 2^(n-1) (0.5 s, then 1 s) after a failure
+        gaps = [(b.at - a.at).total_seconds() for a, b in itertools.pairwise(attempts)]
+        assert gaps[0] >= BACKOFF_S - CLOCK_SLACK_S, gaps
+        assert gaps[1] >= 2 * BACKOFF_S - CLOCK_SLACK_S, gaps
         hook = GroupHook.objects.get(pk=ops.hook.pk)
         assert (hook.enabled, hook.consecutive_failures) == (True, 0)
         assert hook.last_delivered_at is not None
@@ -107,13 +117,21 @@ def test_a_webhook_refused_twice_is_delivered_once_signed_and_chat_goes_through_
 def test_a_hook_that_keeps_failing_is_turned_off_and_its_admins_told(
     start_celery: Callable[..., object], hints_to: Callable, tmp_path: Path
 ) -> None:
-    with receiver(tmp_path / "down", fail_first=10_000) as down:
+    with (
+        receiver(tmp_path / "down", fail_first=10_000) as down,
+        smtp_server(tmp_path / "mail") as mailbox,
+    ):
         story = cast()
         adam = factories.human("adam")
         factories.grant(story.world.alice, story.group, adam, "admin")
+        get_user_model().objects.filter(username="adam").update(email="adam@example.test")
         ops = _hook(story, "ops", HookKind.WEBHOOK, down.url, ["approval_needed"]).hook
         env = worker_env(
-            tmp_path, MWP_HOOK_RETRIES="1", MWP_HOOK_DISABLE_AFTER="2", MWP_HOOK_BACKOFF_S="0.2"
+            tmp_path,
+            MWP_HOOK_RETRIES="1",
+            MWP_HOOK_DISABLE_AFTER="2",
+            MWP_HOOK_BACKOFF_S="0.2",
+            EMAIL_URL=mailbox.url,
         )
         with start_celery(extra_env=env) as processes:
             hints_to(processes)
@@ -140,3 +158,12 @@ def test_a_hook_that_keeps_failing_is_turned_off_and_its_admins_told(
         assert DeliveryAttempt.objects.filter(delivery__in=failed).count() == 4
         assert len(down.requests()) == 4  # two attempts each (one retry), nothing after
         assert not HookMessage.objects.filter(document__subject__id="wi-3").exists()
+        # and by email (their default for every kind), through a real SMTP server
+        subject = f"[MissionWeave] {told.get().title}"  # "The hook “ops” of … was turned off"
+
+        def to_adam() -> list:
+            return [m for m in mailbox.to("adam@example.test") if str(m["Subject"]) == subject]
+
+        assert settle(lambda: bool(to_adam())), [m["Subject"] for m in mailbox.messages()]
+        assert len(to_adam()) == 1
+        assert f"/groups/{story.group}/hooks/" in to_adam()[0].get_body(("plain",)).get_content()

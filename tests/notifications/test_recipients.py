@@ -95,7 +95,9 @@ def test_approval_needed_goes_to_the_mission_owners_who_may_still_grant_it() -> 
     assert drafts[0].link == "/groups/g/work-items/wi-1/approval/"
     assert drafts[0].key == "wi-1@r1:agent:w2:1"  # asked once per state of the approval
     assert "Summarise the reports" in drafts[0].title
-    assert "W2 accepted" in drafts[0].body  # names, not principals
+    assert drafts[0].body == (  # names, not principals; words, not "owner(s)"
+        "W2 accepted this work; it cannot start until 2 mission owners approve it (1 so far)."
+    )
 
 
 def test_no_approval_is_asked_once_met_refused_or_ungated() -> None:
@@ -139,7 +141,9 @@ def test_a_grant_short_of_the_quorum_tells_who_may_still_approve() -> None:
     assert [d.principal for d in drafts] == [OMAR, OTTO]
     assert drafts[0].key == "wi-1@r1:agent:w2:1"  # the acceptance read now asks the same
     assert drafts[0].title == "Olga approved “Summarise the reports”: it still needs you"
-    assert "1 of 2 approvals given" in drafts[0].body
+    assert drafts[0].body == (
+        "1 of 2 approvals given; 1 more mission owner must approve before it can start."
+    )
     assert drafts[0].link == "/groups/g/work-items/wi-1/approval/"
     met = facts(item=item(approvals=(OLGA, OMAR)), mission=mission())
     assert "approval_needed" not in told(drafts_for(granted, met, name))

@@ -79,6 +79,11 @@ def number(value: float | int) -> str:
     return f"{int(value):,}"
 
 
+#: the budget dimensions counted in seconds (wire.md §10), whose amounts read "3,600 s":
+#: a bare "3,600" beside "tokens" left a person guessing the unit
+SECONDS_SUFFIX = {"compute": " s", "wall_clock": " s"}
+
+
 @dataclass(frozen=True)
 class BudgetLine:
     """One dimension of one budget: used against its limit (absent: unlimited, wire.md §10)."""
@@ -93,12 +98,15 @@ class BudgetLine:
 
     @property
     def used_text(self) -> str:
-        """``0.11``, not the ``0.10999999999999999`` that adding charges leaves."""
-        return number(self.used)
+        """``0.11``, not the ``0.10999999999999999`` that adding charges leaves; time in
+        seconds says so (``7.5 s``)."""
+        return number(self.used) + SECONDS_SUFFIX.get(self.dimension, "")
 
     @property
     def limit_text(self) -> str:
-        return "unlimited" if self.limit is None else number(self.limit)
+        if self.limit is None:
+            return "unlimited"
+        return number(self.limit) + SECONDS_SUFFIX.get(self.dimension, "")
 
     @property
     def exceeded(self) -> bool:

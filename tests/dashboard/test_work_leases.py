@@ -162,8 +162,8 @@ def test_budgets_show_the_item_its_mission_and_each_ancestor_used_against_their_
         "money": "money 0.25 5 5%",
         "tokens": "tokens 3,000 200,000 1.5%",
         "tool_calls": "tool calls 3 100 3%",
-        "compute": "compute 0 3,600 0%",
-        "wall_clock": "wall clock 0 7,200 0%",
+        "compute": "compute 0 s 3,600 s 0%",
+        "wall_clock": "wall clock 0 s 7,200 s 0%",
         "side_effects": "side effects 0 0 0%",
     }
     bar = element(own, "data-dimension", "tokens")
@@ -182,7 +182,7 @@ def test_budgets_show_the_item_its_mission_and_each_ancestor_used_against_their_
     assert "<caption>ancestor mission <code>" + top in ancestor
     assert text(element(ancestor, "data-dimension", "tokens")) == "tokens 4,000 1,000,000 0.4%"
     assert text(element(ancestor, "data-dimension", "money")) == "money 0.25 10 2.5%"
-    assert text(element(ancestor, "data-dimension", "compute")) == "compute 0 unlimited —"
+    assert text(element(ancestor, "data-dimension", "compute")) == "compute 0 s unlimited —"
 
 
 @pytest.mark.django_db

@@ -369,6 +369,32 @@ def _reprioritized(d: _Draft, p: dict[str, Any]) -> None:
         d.note("priority", ident, by=d.event["actor"], reason=p["reason"], **changed)
 
 
+@_folds("work.dependency_ended", "work.dependency_restored")
+def _dependency_news(d: _Draft, p: dict[str, Any]) -> None:
+    """Issue 35 §6: a dependency of this worker's offer or queued item ended cancelled or
+    failed (the item cannot start until it is offered again or replaced), or came back. The
+    item keeps its state (the authority's choice, docs/protocol.md "Cancel cleans up"); the
+    inbox says why it waits, so the wait is never a silent one here either."""
+    ident = p["work_item"]
+    if d.get(WORK, ident) is None and d.get(OFFER, ident) is None:
+        return
+    if d.event["type"] == "work.dependency_ended":
+        d.note(
+            "dependency_ended",
+            ident,
+            dependency=p["dependency"],
+            outcome=p["outcome"],
+            reason=p["reason"],
+        )
+    else:
+        d.note(
+            "dependency_restored",
+            ident,
+            dependency=p["dependency"],
+            replaced_by=p.get("replaced_by"),
+        )
+
+
 # --- execution under a lease (R10.2-07..11, R11.3) ---------------------------------------------
 
 

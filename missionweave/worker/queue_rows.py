@@ -129,7 +129,8 @@ class InboxEntry(TypedDict):
     sequence: int
     event_id: str
     type: str
-    #: offer, offer_closed, message, priority, membership, gate, lease_ended, work_lost
+    #: offer, offer_closed, message, priority, membership, gate, lease_ended, work_lost,
+    #: dependency_ended, dependency_restored
     kind: str
     work_item: str | None
     detail: dict[str, Any]

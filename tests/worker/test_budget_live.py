@@ -157,6 +157,11 @@ def test_budget_exhaustion_stops_the_item_and_the_mission_never_passes_its_limit
     mission = coordinator.get_json(f"/groups/{ALPHA}/missions/{item['mission']}")
     assert 0 < mission["budgets"]["used"]["tokens"] <= MISSION_TOKENS
     assert all(point[2].get("tokens", 0) <= MISSION_TOKENS for point in mission["usage_series"])
+    # every limited dimension, at every point the mission's usage moved and at the end
+    limits = mission["budgets"]["limits"]
+    assert limits == {"tokens": MISSION_TOKENS, "money": 5.0}
+    for used in [*(point[2] for point in mission["usage_series"]), mission["budgets"]["used"]]:
+        assert all(used.get(name, 0) <= limit for name, limit in limits.items()), used
     events = _events(coordinator, ALPHA, work_item)
     charged = 0
     for event in events:

@@ -47,6 +47,8 @@ from tests.protocol.work_scenarios import (
     MISSION_OWNER,
     OTHER_WORKER,
     SECOND_OWNER,
+    Call,
+    WorkStory,
     work_contract,
 )
 
@@ -376,6 +378,50 @@ def test_a_cancelled_item_is_forgotten() -> None:
     assert told.state.offers() == []
     assert told.state.item(told.item) is None
     assert [e["detail"]["reason"] for e in told.inbox("offer_closed")] == ["cancelled"]
+
+
+def test_a_queued_items_ended_dependency_and_its_replacement_reach_the_inbox() -> None:
+    """Issue 35 §6 (docs/protocol.md, "Cancel cleans up"): an item queued for this worker whose
+    dependency is cancelled keeps its place (it cannot start, nor is it lost), and the inbox
+    says why it waits; when a replacement takes the cancelled item's work on, the inbox says
+    so too."""
+    told = Told()
+    waiting = WorkStory(told.walk.driver, item="wi-w", proposal="p-w", contract=work_contract())
+    waiting.do("work.authorize", depends_on=[told.item])
+    waiting.do("work.offer", workers=(ME,))
+    waiting.do("work.accept_offer", worker=ME)
+    told.do("work.cancel")
+
+    assert [row["work_item"] for row in told.state.queue()] == ["wi-w"]
+    (ended,) = told.inbox("dependency_ended")
+    assert ended["work_item"] == "wi-w"
+    assert ended["type"] == "work.dependency_ended"
+    detail = ended["detail"]
+    assert (detail["dependency"], detail["outcome"]) == (told.item, "cancelled")
+    assert detail["reason"]
+
+    body = {
+        "work_item": "wi-r",
+        "mission": "m-1",
+        "contract": work_contract(),
+        "depends_on": [],
+        "replaces": told.item,
+    }
+    told.walk.driver.run(Call("work.authorize", COORDINATOR, body))
+    (restored,) = told.inbox("dependency_restored")
+    assert restored["work_item"] == "wi-w"
+    assert restored["detail"] == {"dependency": told.item, "replaced_by": "wi-r"}
+
+
+def test_an_ended_dependency_of_someone_elses_item_is_not_noted() -> None:
+    """Only this worker's offers and queued items are its business: another's waiting item is
+    not noted."""
+    told = Told()
+    other = WorkStory(told.walk.driver, item="wi-o", proposal="p-o", contract=work_contract())
+    other.do("work.authorize", depends_on=[told.item])
+    told.do("work.cancel")
+    assert "work.dependency_ended" in [event["type"] for event in told.events]
+    assert told.inbox("dependency_ended") == []
 
 
 def test_a_corrected_contract_is_a_new_revision_decided_afresh() -> None:

@@ -54,7 +54,14 @@ def email_key(notification_id: int) -> str:
 
 
 def produce(group_id: str) -> Produced:
-    """Examine the group's events after its cursor, at most :data:`BATCH` of them."""
+    """Examine the group's events after its cursor, at most :data:`BATCH` of them.
+
+    A group this database does not hold (a hint from another database that shares the
+    broker, such as a benchmark's, or a group gone since) has nothing to tell anyone: it is
+    passed over rather than failing on the cursor's foreign key at commit."""
+    if not GroupLog.objects.filter(group_id=group_id).exists():
+        logger.info("no group %r here: nothing to produce", group_id)
+        return Produced()
     with transaction.atomic():
         NotificationCursor.objects.get_or_create(group_id=group_id)
         cursor = NotificationCursor.objects.select_for_update().get(group_id=group_id)

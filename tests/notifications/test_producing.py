@@ -107,3 +107,14 @@ def test_a_decision_is_told_to_the_requester_and_nobody_is_asked_twice() -> None
     assert "1 of 2" in decided.body
     asked = Notification.objects.filter(kind=Kind.APPROVAL_NEEDED)
     assert list(asked.values_list("user__username", flat=True)) == ["omar"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hint_for_a_group_this_database_does_not_hold_is_passed_over() -> None:
+    """Seen on the demo: a benchmark on another database shared the demo's broker, and its
+    hints made the demo's worker fail at commit on the cursor's foreign key (SQLite checks it
+    there). Such a hint produces nothing and leaves no cursor."""
+    done = producing.produce("g-not-here")
+
+    assert (done.created, done.emails, done.more) == ([], [], False)
+    assert not NotificationCursor.objects.filter(group_id="g-not-here").exists()

@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 
 from apps.work.models import Mission
+from benchmarks.frozen_floor import frozen_scripts
 from tests.factories import World
 
 FLOOR = Path(__file__).resolve().parents[2] / "benchmarks" / "pgbench" / "write_path_statements.sql"
@@ -39,3 +40,22 @@ def test_the_frozen_floors_mission_insert_runs_and_leaves_no_change_requests(
     mission = Mission.objects.get(group_id=world.group, mission_id="m-x-7-99")
     assert mission.change_requests == []
     assert mission.goal.startswith("Summarise the incident reports of November")
+
+
+def test_the_16_group_floor_is_the_frozen_script_with_only_its_group_and_agent_renamed(
+    tmp_path: Path,
+) -> None:
+    """Issue 38's 16 × 16 must-hold is judged over the frozen floor at 16 × 16: one copy of
+    the frozen script per group, differing from it in the group and agent it names alone."""
+    frozen = FLOOR.read_text()
+    copies = frozen_scripts(tmp_path, 3)
+
+    assert [copy.name for copy in copies] == ["frozen-00.sql", "frozen-01.sql", "frozen-02.sql"]
+    assert copies[0].read_text() == frozen
+    third = copies[2].read_text()
+    assert "bench-g00" not in third
+    assert "bench-a00" not in third
+    assert third.replace("bench-g02", "bench-g00").replace("bench-a02", "bench-a00") == frozen
+    assert "WHERE group_id = 'bench-g02' FOR UPDATE" in third
+    assert "\"principal\" IN ('agent:bench-a02')" in third
+    assert FLOOR.read_text() == frozen  # the reference itself is never written

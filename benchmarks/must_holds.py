@@ -155,8 +155,9 @@ def block(document: str) -> str:
             "the frozen floor (`benchmarks/pgbench/write_path_statements.sql`), measured side "
             "by side with it by `python -m benchmarks.run --only floor` (its block below), and "
             "keeps issue 15's ratios to pgbench as informative; *not yet measured*: no run has "
-            "reported that figure. The frozen script writes into one group as one agent, so "
-            "the 16 × 16 ratio has no floor to be taken over.",
+            "reported that figure. The frozen script writes into one group as one agent; the "
+            "16 × 16 ratio is taken over its 16 copies, one per group, that differ from it "
+            "only in the group and agent they name, run at 16 clients.",
             "",
             *table(must_holds(document)),
             "",

@@ -52,6 +52,10 @@ if not SECRET_KEY:
             "demo or test run only, MWP_INSECURE_SECRET_KEY=1 to use a public development key"
         )
     SECRET_KEY = INSECURE_SECRET_KEY
+#: earlier SECRET_KEYs, comma-separated, still accepted after a rotation: sessions and
+#: password-reset links signed with them, and hook secrets sealed with them
+#: (apps.notifications.sealed; docs/deploy.md)
+SECRET_KEY_FALLBACKS = _list("SECRET_KEY_FALLBACKS", "")
 ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
 

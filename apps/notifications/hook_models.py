@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import models
 
 from .models import Delivery
+from .sealed import SealedTextField
 
 
 class HookKind(models.TextChoices):
@@ -34,12 +35,14 @@ class GroupHook(models.Model):
     group = models.ForeignKey("registry.Group", on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=HookKind.choices)
-    #: a secret (tokens live in chat URLs): never shown back, only its scheme and host
-    url = models.TextField()
+    #: a secret (tokens live in chat URLs): never shown back, only its scheme and host; stored
+    #: sealed (``sealed``), so no lookup can match it
+    url = SealedTextField()
     #: what the page shows of ``url`` (``hook_targets.summary``), computed when saved
     url_summary = models.CharField(max_length=200)
-    #: the HMAC-SHA256 key of a webhook, made by the server and shown once; "" for chat
-    secret = models.CharField(max_length=100, blank=True, default="")
+    #: the HMAC-SHA256 key of a webhook, made by the server and shown once; "" for chat;
+    #: stored sealed (``sealed``)
+    secret = SealedTextField(blank=True, default="")
     #: the notification kinds it receives (``kinds.Kind`` values)
     kinds = models.JSONField(default=list)
     enabled = models.BooleanField(default=True)

@@ -1,15 +1,16 @@
-"""A mission's open change requests, in the words the mission page and the final-approval
-screen show them (issue 36 §5; R13.2-03 step 5, R10.2-21).
+"""A mission's change requests, open and answered, in the words the mission page and the
+final-approval screen show them (issue 36 §5; R13.2-03 step 5, R10.2-21).
 
 The write path keeps each ``mission.changes_requested`` on the Mission projection
 (``change_requests``) and says which are open (``missions.changes.open_change_requests``: an
-item named has no replacement yet); this reads that, with the goal of each item named, in one
-query, and never decides again what holds the approval.
+item named has no replacement yet); this reads that, with the goal of each item named and of
+each replacement (two queries at most), and never decides again what holds the approval.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from apps.work.models import Mission, WorkItem
 from missionweave.protocol.missions.changes import open_change_requests
@@ -32,29 +33,80 @@ class OpenRequest:
     waiting: tuple[AskedItem, ...]
 
 
-def open_requests(mission: Mission) -> list[OpenRequest]:
-    """``mission``'s open change requests, oldest first ([] when it has none)."""
+@dataclass(frozen=True)
+class Replaced:
+    """An item a request named, and the WorkItem the coordinator authorised in its place."""
+
+    asked: AskedItem
+    by: AskedItem
+
+
+@dataclass(frozen=True)
+class AnsweredRequest:
+    """A request every named item of which has its replacement: what the person asked, and
+    what answered it (the request itself stays in the mission's record)."""
+
+    by: str
+    recorded_at: str
+    sequence: int
+    note: str
+    replaced: tuple[Replaced, ...]
+
+
+def requests_of(mission: Mission) -> tuple[list[OpenRequest], list[AnsweredRequest]]:
+    """``mission``'s change requests, oldest first: the open ones, and the answered ones with
+    the WorkItem that replaced each item named (two queries at most: the items named, then
+    their replacements)."""
     if not mission.change_requests:
-        return []
+        return [], []
     named = {item for request in mission.change_requests for item in request["work_items"]}
-    rows = WorkItem.objects.filter(
-        group_id=mission.group_id, mission=mission.mission_id, work_item_id__in=named
-    )
-    items = {row.work_item_id: row.to_state() for row in rows}
+    items = _items(mission, named)
     found = open_change_requests(mission.to_state(), items.get)
-    return [
+    still_open = {request["sequence"] for request in found}
+    replacements = _items(
+        mission, {item.replaced_by for item in items.values() if item.replaced_by is not None}
+    )
+
+    def asked(item_id: str, known: dict[str, Any]) -> AskedItem:
+        item = known.get(item_id)
+        return AskedItem(item_id, str(item.contract.get("goal") or item_id) if item else item_id)
+
+    opened = [
         OpenRequest(
             by=request["by"],
             recorded_at=request["recorded_at"],
             sequence=request["sequence"],
             note=request["note"],
-            waiting=tuple(
-                AskedItem(item, str(items[item].contract.get("goal") or item))
-                for item in request["waiting"]
-            ),
+            waiting=tuple(asked(item, items) for item in request["waiting"]),
         )
         for request in found
     ]
+    answered = [
+        AnsweredRequest(
+            by=request["by"],
+            recorded_at=request["recorded_at"],
+            sequence=request["sequence"],
+            note=request["note"],
+            replaced=tuple(
+                Replaced(asked(item, items), asked(items[item].replaced_by, replacements))
+                for item in request["work_items"]
+                if item in items and items[item].replaced_by is not None
+            ),
+        )
+        for request in mission.change_requests
+        if request["sequence"] not in still_open
+    ]
+    return opened, answered
+
+
+def _items(mission: Mission, ids: set[str]) -> dict[str, Any]:
+    """The state of each of ``ids`` among the mission's WorkItems, by id."""
+    if not ids:
+        return {}
+    rows = WorkItem.objects.filter(
+        group_id=mission.group_id, mission=mission.mission_id, work_item_id__in=ids
+    )
+    return {row.work_item_id: row.to_state() for row in rows}
 
 
 def holding_sentence(requests: list[OpenRequest]) -> str:

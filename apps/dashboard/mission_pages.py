@@ -89,13 +89,13 @@ def _page_context(
     if page is None:
         raise Http404("no such mission")
     packages = mission_contexts.mission_packages(group, mission)  # R13.3
-    asked = change_requests.open_requests(page.mission)  # issue 36 §5
+    asked, answered = change_requests.requests_of(page.mission)  # issue 36 §5
     if asked and page.actions.approvable:  # the approval waits for the replacements
         holding = change_requests.holding_sentence(asked)
         page = replace(page, actions=replace(page.actions, approvable=False, approve_note=holding))
     names.prime(
         [
-            *(request.by for request in asked),
+            *(request.by for request in (*asked, *answered)),
             *mission_contexts.generators(packages),
             page.mission.created_by,
             page.ending.actor if page.ending else None,
@@ -108,6 +108,7 @@ def _page_context(
         "membership": membership,
         "page": page,
         "change_requests": asked,
+        "answered_changes": answered,
         "context_packages": packages,
         # R10.2-20, R10.2-21: what waits on ended work, and the replacements named
         "waiting": mission_waiting.mission_waiting(page.items),
@@ -201,10 +202,10 @@ def _final_context(
     )
     if screen is None:
         raise Http404("no such mission")
-    asked = change_requests.open_requests(screen.mission)  # issue 36 §5
+    asked, answered = change_requests.requests_of(screen.mission)  # issue 36 §5
     names.prime(
         [
-            *(request.by for request in asked),
+            *(request.by for request in (*asked, *answered)),
             screen.ending.actor if screen.ending else None,
             *(item.accepted.get("by") for item in screen.items if item.accepted),
             *(item.failed.get("by") for item in screen.items if item.failed),
@@ -218,6 +219,7 @@ def _final_context(
         "membership": membership,
         "screen": screen,
         "change_requests": asked,
+        "answered_changes": answered,
         "return_to": reverse("dashboard:mission-final-approval", args=[group, mission]),
         "work_item_base": _base("dashboard:work-item", group),
         "artifact_base": _base("dashboard:artifact", group),

@@ -72,11 +72,12 @@ def test_the_page_sends_one_request_and_both_pages_say_what_holds_the_approval(
     )
 
 
-def test_once_the_coordinator_replaces_the_items_the_request_is_no_longer_shown(
+def test_once_the_coordinator_replaces_the_items_the_request_is_shown_answered(
     dash: Dashboard,
 ) -> None:
     """R10.2-21: the coordinator's replacements (``work.authorize`` with ``replaces``) close
-    the request; the approval then waits for them as unfinished work."""
+    the request; the approval then waits for them as unfinished work, and both pages list
+    the request as answered: what was asked, and which WorkItem replaced each item."""
     world = dash.world
     mission, first, second = _asked(dash)
     for old, depends_on in ((first, []), (second, [first])):
@@ -90,10 +91,18 @@ def test_once_the_coordinator_replaces_the_items_the_request_is_no_longer_shown(
         wf.submit(world.w1, world.group, "work.authorize", body)
     olga = logged_in(world.olga)
     final = olga.get(f"/groups/{world.group}/missions/{mission}/final-approval/").content.decode()
-    assert 'id="change-requests"' not in final
     assert "2 WorkItems are not finished" in text(element(final, "data-field", "refusal"))
     page = olga.get(f"/groups/{world.group}/missions/{mission}/").content.decode()
-    assert 'id="change-requests"' not in page
+    for body in (final, page):
+        card = element(body, "id", "change-requests")
+        assert "waiting for the coordinator" not in text(card)
+        assert text(element(card, "data-field", "none-waiting")).startswith("None waiting")
+        answered = element(card, "data-field", "answered-changes")
+        assert "olga asked on" in text(answered)
+        assert f"“{NOTE}”" in text(answered)
+        assert text(answered).count("replaced by") == 2
+        for old in (first, second):
+            assert f'href="/groups/{world.group}/work-items/{old}-r1/"' in answered
 
 
 def test_a_replaced_result_is_not_offered_again_on_the_send_back_page(dash: Dashboard) -> None:

@@ -3,6 +3,12 @@
 // (a form sent over the limit is answered "22,000 characters; at most 10,000", never as
 // "incomplete"); this only lets a person see the limit coming. Textareas swapped in by a
 // live update get their counter as they arrive (a MutationObserver).
+//
+// A person never loses what they typed: once counted, a field's maxlength is lifted (the
+// browser cut a longer paste at the limit without a word), so the whole text stays in the
+// field, the counter says by how much it is over, and the form is not sent until it is
+// shortened, as the decision pages' text-limits.js does for data-limit. With scripts off the
+// maxlength stays, and the server states the same limit.
 
 const NEAR = 0.9; // from 90 % of the limit the counter is marked, and read out once
 
@@ -19,6 +25,8 @@ function attach(textarea) {
   if (textarea.dataset.limitCounter || textarea.dataset.limit) return;
   const limit = Number(textarea.getAttribute("maxlength"));
   if (!Number.isFinite(limit) || limit <= 0) return;
+  textarea.dataset.maxChars = String(limit);
+  textarea.removeAttribute("maxlength");
   const counter = document.createElement("p");
   counter.className = "text-limit";
   counter.id = `text-limit-${++counters}`;
@@ -30,7 +38,11 @@ function attach(textarea) {
     const length = textarea.value.length;
     counter.textContent = limitText(length, limit);
     const near = length >= limit * NEAR;
+    const over = length > limit;
     counter.classList.toggle("text-limit--near", near);
+    counter.classList.toggle("text-limit--over", over);
+    if (over) textarea.setAttribute("aria-invalid", "true");
+    else textarea.removeAttribute("aria-invalid");
     // polite and only near the limit: a screen reader is not told every keystroke
     if (near) counter.setAttribute("aria-live", "polite");
     else counter.removeAttribute("aria-live");
@@ -39,12 +51,25 @@ function attach(textarea) {
   update();
 }
 
+// A form holding a counted field over its limit is not sent: the field is focused and its
+// counter says by how much (capture, so it runs before a page's own submit handler).
+function holdOverLimit(event) {
+  const form = event.target;
+  const fields = form.querySelectorAll ? form.querySelectorAll("textarea[data-max-chars]") : [];
+  const over = [...fields].find((field) => field.value.length > Number(field.dataset.maxChars));
+  if (!over) return;
+  event.preventDefault();
+  event.stopImmediatePropagation();
+  over.focus();
+}
+
 export function countLimits(root = document) {
   const found = root.matches && root.matches("textarea[maxlength]") ? [root] : [];
   for (const textarea of [...found, ...root.querySelectorAll("textarea[maxlength]")]) attach(textarea);
 }
 
 function watch() {
+  document.addEventListener("submit", holdOverLimit, true);
   countLimits();
   new MutationObserver((records) => {
     for (const record of records) {

@@ -133,7 +133,8 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
     waiting: Waiting, live_asgi_server: LiveServer, browser: Browser
 ) -> None:
     """Issue 34 §6: a viewer in Tokyo reads the work item's times in Tokyo time, the UTC
-    time on hover; the approval comment counts its characters against its limit."""
+    time on hover; the approval comment counts its characters against its limit, and a
+    longer paste is kept whole and held back rather than cut at the limit."""
     server, world = live_asgi_server, waiting.world
     context = browser.new_context(
         viewport={"width": 1280, "height": 900}, timezone_id="Asia/Tokyo", locale="en-GB"
@@ -157,6 +158,23 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
         expect(counter).to_have_text("9,500 of 10,000 characters")
         expect(counter).to_have_class(re.compile("text-limit--near"))
         check_screen(page, "plain-02-work-item-local-time-and-limit")
+
+        # a paste past the limit is kept whole (maxlength used to cut it without a word),
+        # the counter says by how much, and the form is not sent until it is shortened
+        comment.fill("y" * 10_250)
+        assert len(comment.input_value()) == 10_250
+        expect(counter).to_have_text("10,250 characters; at most 10,000")
+        expect(counter).to_have_class(re.compile("text-limit--over"))
+        expect(comment).to_have_attribute("aria-invalid", "true")
+        head = in_plain_thread(wf.head, world.group)
+        comment.evaluate("field => field.form.requestSubmit()")
+        page.wait_for_timeout(500)
+        assert in_plain_thread(wf.head, world.group) == head  # nothing was sent
+        assert len(comment.input_value()) == 10_250
+        expect(comment).to_be_focused()
+        comment.fill("z" * 10_000)
+        expect(counter).to_have_text("10,000 of 10,000 characters")
+        expect(comment).not_to_have_attribute("aria-invalid", "true")
 
         page.goto(f"{server.url}/groups/{world.group}/work-items/{waiting.refused}/")
         refusal = page.locator('[data-field="execution-refused"]')

@@ -23,13 +23,24 @@ class AskedItem:
 
 
 @dataclass(frozen=True)
-class OpenRequest:
-    """One open request: who asked, when, the note, and the items still to be replaced."""
+class Asked:
+    """What every request says: who asked, when (and at which event), and the note."""
 
     by: str
     recorded_at: str
     sequence: int
     note: str
+
+    @classmethod
+    def fields_of(cls, request: dict[str, Any]) -> dict[str, Any]:
+        """These fields of one ``mission.changes_requested`` the Mission projection keeps."""
+        return {name: request[name] for name in ("by", "recorded_at", "sequence", "note")}
+
+
+@dataclass(frozen=True)
+class OpenRequest(Asked):
+    """One open request, with the items still to be replaced."""
+
     waiting: tuple[AskedItem, ...]
 
 
@@ -42,14 +53,10 @@ class Replaced:
 
 
 @dataclass(frozen=True)
-class AnsweredRequest:
+class AnsweredRequest(Asked):
     """A request every named item of which has its replacement: what the person asked, and
     what answered it (the request itself stays in the mission's record)."""
 
-    by: str
-    recorded_at: str
-    sequence: int
-    note: str
     replaced: tuple[Replaced, ...]
 
 
@@ -73,20 +80,14 @@ def requests_of(mission: Mission) -> tuple[list[OpenRequest], list[AnsweredReque
 
     opened = [
         OpenRequest(
-            by=request["by"],
-            recorded_at=request["recorded_at"],
-            sequence=request["sequence"],
-            note=request["note"],
+            **Asked.fields_of(request),
             waiting=tuple(asked(item, items) for item in request["waiting"]),
         )
         for request in found
     ]
     answered = [
         AnsweredRequest(
-            by=request["by"],
-            recorded_at=request["recorded_at"],
-            sequence=request["sequence"],
-            note=request["note"],
+            **Asked.fields_of(request),
             replaced=tuple(
                 Replaced(asked(item, items), asked(items[item].replaced_by, replacements))
                 for item in request["work_items"]

@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         "the last run saved (after editing its benchmarks/*interpretation.md)",
     )
     args = parser.parse_args(argv)
+    if args.render_only and args.only is None:  # it would measure everything instead
+        parser.error("--render-only renders one section: give it --only <section>")
     config = load_config(quick=args.quick)
     if args.only == "replay":  # its own database, kept between runs
         default = REPLAY_DATABASE_URL + ("_quick" if args.quick else "")  # never the big one

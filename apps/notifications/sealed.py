@@ -18,7 +18,7 @@ one written before sealing (the migration seals those) and is read as it is.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -44,13 +44,15 @@ def _fernet_key(secret_key: str) -> bytes:
     return base64.urlsafe_b64encode(derived)
 
 
-def _keys(secret_key: str, fallbacks: Iterable[str]) -> MultiFernet:
-    """The current key first (it seals), then each fallback (they only open)."""
+@cache
+def _keys(secret_key: str, fallbacks: tuple[str, ...]) -> MultiFernet:
+    """The current key first (it seals), then each fallback (they only open): derived once
+    per set of keys, not on every hook read."""
     return MultiFernet([Fernet(_fernet_key(key)) for key in (secret_key, *fallbacks)])
 
 
 def _current() -> MultiFernet:
-    return _keys(settings.SECRET_KEY, getattr(settings, "SECRET_KEY_FALLBACKS", ()))
+    return _keys(settings.SECRET_KEY, tuple(getattr(settings, "SECRET_KEY_FALLBACKS", ())))
 
 
 def seal(text: str) -> str:

@@ -104,12 +104,15 @@ def run_frozen_floor_wide(url: str, copies: list[Path], *, seconds: float) -> Me
 
 
 def _round(
-    config: BenchConfig, world: BenchWorld, urls: list[str], wide_urls: list[str]
+    config: BenchConfig,
+    world: BenchWorld,
+    urls: list[str],
+    wide_urls: list[str],
+    copies: list[Path],
 ) -> dict[str, float]:
     """One round's rates, by figure, each measured right after the one before."""
     _analyze()
     url = config.database_url
-    copies = frozen_scripts(COPIES, WIDE)
     measured = {
         "pgbench": ceilings.run_pgbench(url, clients=1, groups=1, seconds=config.seconds),
         "frozen_floor": run_frozen_floor(url, seconds=config.seconds),
@@ -139,13 +142,14 @@ def measure(config: BenchConfig, command: str, *, wide_servers: int) -> dict[str
         raise RuntimeError(f"the frozen script writes into {GROUP} as {AGENT}: {world!r}")
     ceilings.run_pgbench(config.database_url, clients=1, groups=1, seconds=1)  # settle
     rounds = []
+    copies = frozen_scripts(COPIES, WIDE)
     wide = dataclasses.replace(config, servers=wide_servers)
     with (
         running_servers(config, pool=True) as urls,
         running_servers(wide, pool=True, first_index=config.servers) as wide_urls,
     ):
         for index in range(config.rounds):
-            rates = _round(config, world, urls, wide_urls)
+            rates = _round(config, world, urls, wide_urls, copies)
             rounds.append(rates)
             log(
                 f"round {index + 1}: "

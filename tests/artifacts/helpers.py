@@ -80,9 +80,14 @@ def request_head(method: str, path: str, headers: dict[str, str], host: str = "1
 
 
 def read_response(
-    sock: socket.socket, timeout_s: float = 10.0
+    sock: socket.socket, timeout_s: float = 10.0, *, reset_ends_body: bool = False
 ) -> tuple[int, dict[str, str], bytes]:
-    """Status, headers and body of one response (Content-Length framed) read off ``sock``."""
+    """Status, headers and body of one response (Content-Length framed) read off ``sock``.
+
+    ``reset_ends_body``: a connection reset after the head ends the body as a close would.
+    A server that answers and closes while the client is still sending has unread bytes in
+    its socket, so its kernel resets the connection, and the client's kernel may drop the
+    answer's last bytes on the reset; the head has arrived, what follows may not."""
     sock.settimeout(timeout_s)
     buffer = b""
     while b"\r\n\r\n" not in buffer:
@@ -98,7 +103,12 @@ def read_response(
         headers[name.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0"))
     while len(body) < length:
-        chunk = sock.recv(65536)
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            if not reset_ends_body:
+                raise
+            break
         if not chunk:
             break
         body += chunk

@@ -1,32 +1,31 @@
-"""The one way a dashboard form becomes a command: check the form, submit it as the person
-through the one write path, show the refusal or the confirmation, and go back.
+"""What every dashboard form shares on its way to a command: the command id the page mints,
+the submission as the signed-in person through the one write path, the ``next`` page to go
+back to, and the refusal shown as people read it.
 
 Every decision (membership, role, idempotency, the command's own rules) is the write
-path's; the form only shapes what the person typed. A refusal is shown as people read it — a
-sentence (``refusal_words``), with the wire.md §8 code, the rule's R-ID and the protocol's
-message in the page's collapsed technical details — and nothing is appended. Success and
-refusal both redirect back (post/redirect/get), only ever to a page of this site.
+path's; the form only shapes what the person typed. A refusal is shown as a sentence
+(``refusal_words``), with the wire.md §8 code, the rule's R-ID and the protocol's message in
+the page's collapsed technical details, and nothing is appended. ``refused`` redirects back
+(post/redirect/get), so it serves forms with nothing typed in them (roles, memberships);
+a form holding a person's text goes through ``decision_forms.decide``, which answers with the
+page and the text kept.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from apps.ledger.write_path import Caller, Outcome, submit_as_human
-from missionweave.protocol.errors import ErrorCode, ProtocolError
+from missionweave.protocol.errors import ProtocolError
 from missionweave.protocol.identifiers import is_id
 
-from .access import access_membership
-from .refusal_words import form_problems, plain_refusal
+from .refusal_words import plain_refusal
 
 #: joins a flash message's technical parts in its ``extra_tags``: code, requirement, message
 #: (``templatetags.dashboard.flash_details`` splits them again)
@@ -37,43 +36,6 @@ def new_command_id() -> str:
     """A fresh command id. Forms carry one from the page that showed them, so a resubmitted
     form (a double click, the back button) is an idempotent replay, not a second command."""
     return f"dash-{secrets.token_hex(12)}"
-
-
-def submit_form(
-    request: HttpRequest,
-    group: str,
-    *,
-    form: forms.Form,
-    what: str,
-    type_: str,
-    body: Callable[[dict[str, Any]], dict[str, Any]],
-    confirm: Callable[[dict[str, Any], Outcome], str],
-) -> HttpResponse:
-    """Submit ``type_`` to ``group`` as the signed-in person, with the ``body`` built from
-    the valid ``form`` (``what`` names it in the MALFORMED refusal of an incomplete one), and
-    flash ``confirm(body, outcome)`` once accepted.
-
-    The command id is the one the page minted (wire§3 step 5): a resubmitted form is
-    replayed, not repeated. Non-members get 404, as on every page of the group.
-    """
-    access_membership(request, group)
-    back_url = return_to(request, reverse("dashboard:group", args=[group]))
-    back = HttpResponseRedirect(back_url)
-    if not form.is_valid():
-        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
-        show_refusal(
-            request,
-            ProtocolError(ErrorCode.MALFORMED, f"the {what} form is not valid: {problems}"),
-            words=form_problems(form),
-        )
-        return back
-    submitted = body(form.cleaned_data)
-    try:
-        outcome = submit_form_command(request, group, type_, submitted, form.cleaned_data)
-    except ProtocolError as error:
-        return refused(request, error, back_url)
-    messages.success(request, confirm(submitted, outcome))
-    return back
 
 
 def refused(

@@ -24,7 +24,7 @@ from missionweave.protocol.errors import ProtocolError
 
 from . import approvals, names, selectors, work
 from .access import access_membership
-from .asking import APPROVAL, ask_panel
+from .asking import APPROVAL, ASK_FORM, AskPanel, ask_panel
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .forms import GrantExecutionForm, RefuseExecutionForm, revision_decision
 
@@ -61,7 +61,7 @@ def _context(request: HttpRequest, membership: Membership, work_item: str) -> di
     }
 
 
-def _page(
+def approval_page_response(
     request: HttpRequest,
     membership: Membership,
     work_item: str,
@@ -80,16 +80,19 @@ def _page(
     }
     context["not_sent"] = not_sent
     screen: approvals.ApprovalScreen = context["screen"]
-    # the comment goes back into its form while that form can still succeed; otherwise it
-    # is shown beside the reason, to copy (issue 34 §3)
+    # the text goes back into its form while that form can still succeed; otherwise it is
+    # shown beside the reason, to copy (issue 34 §3)
     context["typed"] = {not_sent.form: not_sent.text("comment")} if not_sent else {}
-    context["not_sent_typed_here"] = not_sent is not None and not screen.may_decide
+    asking: AskPanel = context["asking"]
+    asked = not_sent is not None and not_sent.form == ASK_FORM
+    form_shown = asking.offers_form if asked else screen.may_decide
+    context["not_sent_typed_here"] = not_sent is not None and not form_shown
     return render(request, "dashboard/approval/page.html", context, status=status)
 
 
 @login_required
 def approval_page(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    return _page(request, access_membership(request, group), work_item)
+    return approval_page_response(request, access_membership(request, group), work_item)
 
 
 @login_required
@@ -115,13 +118,16 @@ def _refused(body: dict[str, Any], outcome: Outcome) -> str:
     )
 
 
-def _decide(request: HttpRequest, group: str, work_item: str, *, refuse: bool) -> HttpResponse:
+def decide_execution(
+    request: HttpRequest, group: str, work_item: str, *, refuse: bool
+) -> HttpResponse:
     """Grant or refuse execution (R10.2-06) as the person, through the one write path.
 
     The write path decides: FORBIDDEN for a role that may not, SELF_APPROVAL for the item's
     requester or owner, DUPLICATE_APPROVAL for a second decision, STALE_REVISION for a stale
     page, ILLEGAL_TRANSITION once the revision was refused or the item moved on. Whatever it
-    refuses comes back as this page, in words, with the comment kept."""
+    refuses comes back as this page, in words, with the comment kept; once taken, the person
+    goes back to the form's ``next`` (the WorkItem page and the group's queue post here too)."""
 
     def words(error: ProtocolError) -> str:
         membership = membership_or_none(request, group)
@@ -142,7 +148,9 @@ def _decide(request: HttpRequest, group: str, work_item: str, *, refuse: bool) -
         membership = membership_or_none(request, group)
         if membership is None:
             return not_a_member(request, not_sent.typed)
-        return _page(request, membership, work_item, not_sent=not_sent, status=status)
+        return approval_page_response(
+            request, membership, work_item, not_sent=not_sent, status=status
+        )
 
     form_class = RefuseExecutionForm if refuse else GrantExecutionForm
     return decide(
@@ -164,14 +172,14 @@ def _decide(request: HttpRequest, group: str, work_item: str, *, refuse: bool) -
 @require_POST
 def approval_approve(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
     """Approve execution of the revision the page showed, with the person's comment."""
-    return _decide(request, group, work_item, refuse=False)
+    return decide_execution(request, group, work_item, refuse=False)
 
 
 @login_required
 @require_POST
 def approval_refuse(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
     """Refuse execution of the revision the page showed; the reason is required."""
-    return _decide(request, group, work_item, refuse=True)
+    return decide_execution(request, group, work_item, refuse=True)
 
 
 urlpatterns: list[URLPattern] = [

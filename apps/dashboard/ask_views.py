@@ -3,18 +3,20 @@
 The approval and review pages show the form (``partials/ask-form.html``) with the people the
 protocol core says may act now; it posts here and goes through the one write path as
 ``work.ask`` (R10.2-06, R13.2-03), which decides — a person who may no longer act, a revision
-that changed, an approval already complete. The answer is the page again (post/redirect/get)
-with "Asked Omar Ortiz for approval." or the refusal in words.
+that changed, an approval already complete. Once sent, the page again (post/redirect/get) with
+"Asked Omar Ortiz for approval."; otherwise the page rendered with the refusal in words, the
+note in its form and the people still ticked, so nothing typed is lost with scripts off.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
@@ -23,11 +25,13 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import ID_PATTERN
 from missionweave.protocol.work import asks
 
-from .access import access_membership
-from .actions import refused, return_to, show_refusal, submit_form_command
-from .asking import FOR_WORDS, ask_body
+from .actions import return_to, submit_form_command
+from .approval_views import approval_page_response
+from .asking import ASK_FORM, FOR_WORDS, REVIEW, ask_body
+from .decision_forms import NotSent, membership_or_none, not_a_member, typed_from
 from .names import display_name
 from .refusal_words import form_problems, plain_refusal
+from .review_views import review_page_response
 
 
 class AskForm(forms.Form):
@@ -69,27 +73,56 @@ def _asked_text(body: dict[str, Any], outcome: Outcome) -> str:
     return f"Asked {people} for {FOR_WORDS[body['for']]} of {body['work_item']}."
 
 
+def _again(
+    request: HttpRequest, group: str, work_item: str, wanted: str
+) -> Callable[[NotSent, int], HttpResponse]:
+    """The page the form was on (approval or review), the reason in words and the note back
+    in the ask form, or beside the reason once that form is gone (issue 34 §3)."""
+
+    def again(not_sent: NotSent, status: int) -> HttpResponse:
+        membership = membership_or_none(request, group)
+        if membership is None:
+            return not_a_member(request, not_sent.typed)
+        if wanted == REVIEW:
+            return review_page_response(
+                request, membership, work_item, not_sent=not_sent, status=status
+            )
+        return approval_page_response(
+            request, membership, work_item, not_sent=not_sent, status=status
+        )
+
+    return again
+
+
 @login_required
 @require_POST
 def work_item_ask(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    """Submit ``work.ask`` as the person, for the people they ticked."""
-    access_membership(request, group)
+    """Submit ``work.ask`` as the person, for the people they ticked.
+
+    Whatever is not sent (nobody ticked, a person who may no longer act, a revision that
+    changed) is answered with the page again: never a redirect that drops the note."""
+    typed = typed_from(request.POST, [("note", "note")])
+    if membership_or_none(request, group) is None:
+        return not_a_member(request, typed)
     form = AskForm(request.POST)
-    default = reverse("dashboard:work-item", args=[group, work_item])
-    back = return_to(request, default)
+    wanted = request.POST.get("wanted", "")
+    again = _again(request, group, work_item, wanted)
     chosen = [p for p in request.POST.getlist("asked") if p]
+    ticked = {"asked": chosen}
     if not form.is_valid() or not chosen:
         words = form_problems(form) if form.errors else "Nothing was sent: choose whom to ask."
-        show_refusal(request, ProtocolError(ErrorCode.MALFORMED, words), words=words)
-        return HttpResponseRedirect(back)
+        return again(NotSent(words, typed, None, ASK_FORM, ticked), 400)
     data = {**form.cleaned_data, "asked": chosen}
     body = ask_body(work_item, form.cleaned_data["wanted"], data)
     try:
         outcome = submit_form_command(request, group, asks.ASK, body, form.cleaned_data)
     except ProtocolError as error:
-        return refused(request, error, back, words=ask_words(error))
+        if error.status == 404:
+            raise Http404(error.message) from error
+        return again(NotSent(ask_words(error), typed, error, ASK_FORM, ticked), error.status)
     messages.success(request, _asked_text(body, outcome))
-    return HttpResponseRedirect(back)
+    default = reverse("dashboard:work-item", args=[group, work_item])
+    return HttpResponseRedirect(return_to(request, default))
 
 
 urlpatterns: list[URLPattern] = [

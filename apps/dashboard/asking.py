@@ -28,6 +28,8 @@ from .inbox_entries import relative_text
 
 APPROVAL = asks.EXECUTION_APPROVAL
 REVIEW = asks.REVIEW
+#: the ask form's name in a ``decision_forms.NotSent``: its note goes back into the panel
+ASK_FORM = "ask"
 #: what each ask is for, as the page's form and sentences say it
 FOR_WORDS = {asks.EXECUTION_APPROVAL: "approval", asks.REVIEW: "a review"}
 

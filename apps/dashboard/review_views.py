@@ -29,7 +29,7 @@ from missionweave.protocol.timefmt import parse_timestamp
 from . import names, review, review_queue, selectors
 from .access import access_membership
 from .actions import new_command_id, refused
-from .asking import REVIEW, ask_panel
+from .asking import ASK_FORM, REVIEW, AskPanel, ask_panel
 from .decision_forms import NotSent, Typed, membership_or_none, not_a_member
 from .resubmission_reads import changes_since_previous
 from .review_forms import Draft, ReviewSubmission, parse_review, posted_draft, review_payload
@@ -175,7 +175,7 @@ def _page(request: HttpRequest, membership: Membership, work_item: str) -> dict[
     return {**context, "asking": asking, "changes": changes}
 
 
-def _detail(
+def review_page_response(
     request: HttpRequest,
     membership: Membership,
     work_item: str,
@@ -205,6 +205,11 @@ def _detail(
     }
     context["command_id"] = command_id or new_command_id()
     context["not_sent"] = not_sent
+    # an ask's note goes back into the ask panel; shown beside the reason once it is gone
+    asking: AskPanel = context["asking"]
+    context["not_sent_typed_here"] = (
+        not_sent is not None and not_sent.form == ASK_FORM and not asking.offers_form
+    )
     context["draft"] = draft
     criteria = [c.id for c in page.criteria]
     context["draft_lines"] = draft.lines(criteria) if draft is not None else []
@@ -218,7 +223,7 @@ def _detail(
 
 @login_required
 def review_detail(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    return _detail(request, access_membership(request, group), work_item)
+    return review_page_response(request, access_membership(request, group), work_item)
 
 
 def _reserved_for(page: review.ReviewPage) -> int:
@@ -330,7 +335,7 @@ def review_decide(request: HttpRequest, group: str, work_item: str) -> HttpRespo
     command_id = request.POST.get("command_id", "")
     submission, problem = parse_review(request.POST, criteria)
     if submission is None:
-        return _detail(
+        return review_page_response(
             request,
             membership,
             work_item,
@@ -350,7 +355,7 @@ def review_decide(request: HttpRequest, group: str, work_item: str) -> HttpRespo
             roles=tuple(membership.roles),
             state=page.item.state,
         )
-        return _detail(
+        return review_page_response(
             request,
             membership,
             work_item,

@@ -1,13 +1,12 @@
 """WorkItem pages: the group's work section (a partial the group page refreshes live), one
 WorkItem's page, and the execution-approval form.
 
-Thin function views: reads from ``work``, the one write through ``actions.submit_form``.
+Thin function views: reads from ``work``; the approval form's one write goes through the
+approval screen's ``decide_execution``.
 As on every dashboard page, a group the person is not an active member of is 404.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,14 +14,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from apps.ledger.write_path import Caller, Outcome
+from apps.ledger.write_path import Caller
 from apps.registry.models import Membership
 
 from . import item_talk, listings, names, selectors, work
 from .access import access_membership
-from .actions import submit_form
+from .approval_views import decide_execution
 from .decision_forms import NotSent
-from .forms import GrantExecutionForm, revision_decision
 from .list_forms import MissionFilterForm
 from .list_views import member_principals
 
@@ -149,28 +147,14 @@ def work_item_section(request: HttpRequest, group: str, work_item: str) -> HttpR
     )
 
 
-def _approved(body: dict[str, Any], outcome: Outcome) -> str:
-    result = outcome.body.get("result") or {}
-    return (
-        f"Approved revision {body['contract_revision']} of {body['work_item']}: "
-        f"{result.get('approvals', '?')} of {result.get('approvals_required', '?')} approvals."
-    )
-
-
 @login_required
 @require_POST
 def work_item_approve(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
-    """Grant execution approval (R10.2-06) as the person, through the one write path.
+    """Grant execution approval (R10.2-06) from the WorkItem page or the group's queue.
 
-    The write path decides: a non-mission_owner gets FORBIDDEN, the item's own requester
-    SELF_APPROVAL, a second grant DUPLICATE_APPROVAL, a stale page STALE_REVISION.
+    The same decision as the approval screen's: once taken, back to the page it came from;
+    refused (FORBIDDEN, SELF_APPROVAL, DUPLICATE_APPROVAL, STALE_REVISION, a comment over its
+    limit), the approval screen in its place, the reason in words and the comment kept
+    (issue 34 §3), with scripts on or off.
     """
-    return submit_form(
-        request,
-        group,
-        form=GrantExecutionForm(request.POST),
-        what="approval",
-        type_=work.GRANT_EXECUTION,
-        body=revision_decision(work_item),
-        confirm=_approved,
-    )
+    return decide_execution(request, group, work_item, refuse=False)

@@ -24,7 +24,7 @@ from typing import Any
 
 from missionweave.protocol.timefmt import parse_timestamp
 
-from .work_item_cards import BudgetLine, budget_lines, number
+from .work_item_cards import SECONDS_SUFFIX, BudgetLine, budget_lines, number
 
 #: the drawing area of one chart, in SVG user units; the page scales it to its box
 WIDTH = 320
@@ -64,11 +64,11 @@ class BudgetChart:
 
     @property
     def used_text(self) -> str:
-        return number(self.line.used)
+        return self.line.used_text
 
     @property
     def limit_text(self) -> str:
-        return "unlimited" if self.line.limit is None else number(self.line.limit)
+        return self.line.limit_text
 
     @property
     def summary(self) -> str:
@@ -77,11 +77,11 @@ class BudgetChart:
 
 def chart_summary(line: BudgetLine, points: Sequence[UsagePoint]) -> str:
     """What the chart says, in one sentence."""
-    used = number(line.used)
+    used = line.used_text
     if line.unlimited:
-        head = f"{line.dimension}: {used} used, unlimited"
+        head = f"{line.dimension_words}: {used} used, unlimited"
     else:
-        head = f"{line.dimension}: {used} of {number(line.limit or 0)} used ({line.percent_label})"
+        head = f"{line.dimension_words}: {used} of {line.limit_text} used ({line.percent_label})"
         if line.exceeded:
             head += ", over the limit"
     changes = len(points)
@@ -185,7 +185,7 @@ def render_chart(line: BudgetLine, points: Sequence[UsagePoint], *, chart_id: st
             f'<line class="chart__limit" x1="{PLOT_LEFT}" y1="{level}" x2="{PLOT_RIGHT}" '
             f'y2="{level}"/>'
             f'<text class="chart__label" x="{PLOT_RIGHT}" y="{_fmt(max(y(limit) - 3, 10))}" '
-            f'text-anchor="end">limit {escape(number(line.limit or 0))}</text>'
+            f'text-anchor="end">limit {escape(line.limit_text)}</text>'
         )
         if highest > limit:
             # the part of the staircase above the limit, drawn again in the alarm colour
@@ -219,14 +219,15 @@ def render_table(line: BudgetLine, points: Sequence[UsagePoint]) -> str:
     of the picture (built here, not in a template loop: up to 120 rows per dimension)."""
     if not points:
         return ""
+    unit = SECONDS_SUFFIX.get(line.dimension, "")
     rows = "".join(
         f"<tr><td>#{point.sequence}</td><td>"
         f"{f'{point.recorded_at:%Y-%m-%d %H:%M:%S} UTC' if point.recorded_at else ''}"
-        f"</td><td>{escape(point.used_text)}</td></tr>"
+        f"</td><td>{escape(point.used_text + unit)}</td></tr>"
         for point in points
     )
     return (
-        f'<div class="sr-only"><table><caption>{escape(line.dimension)} used after each '
+        f'<div class="sr-only"><table><caption>{escape(line.dimension_words)} used after each '
         'charge</caption><thead><tr><th scope="col">event</th><th scope="col">recorded</th>'
         f'<th scope="col">used in total</th></tr></thead><tbody>{rows}</tbody></table></div>'
     )

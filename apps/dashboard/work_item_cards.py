@@ -97,6 +97,11 @@ class BudgetLine:
         return self.limit is None
 
     @property
+    def dimension_words(self) -> str:
+        """The dimension as people read it: ``wall clock``, not ``wall_clock``."""
+        return self.dimension.replace("_", " ")
+
+    @property
     def used_text(self) -> str:
         """``0.11``, not the ``0.10999999999999999`` that adding charges leaves; time in
         seconds says so (``7.5 s``)."""

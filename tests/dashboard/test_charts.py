@@ -99,6 +99,20 @@ def test_use_above_the_limit_is_drawn_again_and_said_in_words() -> None:
     assert "over the limit" in chart.summary
 
 
+def test_time_budgets_read_in_seconds_with_their_dimension_in_words() -> None:
+    """wire.md §10: compute and wall clock are counted in seconds; the caption, the summary,
+    the limit's label and the screen reader's table all say "s", and name the dimension in
+    words ("wall clock", never ``wall_clock``), as the WorkItem page's budget table does."""
+    series = [[4, "2026-12-01T10:00:00Z", {"wall_clock": 90.5}]]
+    chart = charts_by_dimension({"wall_clock": 3600}, {"wall_clock": 90.5}, series)["wall_clock"]
+    assert (chart.used_text, chart.limit_text) == ("90.5 s", "3,600 s")
+    assert chart.summary == "wall clock: 90.5 s of 3,600 s used (2.5%); 1 recorded change."
+    assert "limit 3,600 s" in chart.svg
+    assert "<caption>wall clock used after each charge</caption>" in chart.table
+    assert "<td>90.5 s</td>" in chart.table
+    assert "wall_clock" not in chart.summary + chart.table
+
+
 def test_a_total_without_a_series_is_one_point() -> None:
     """Before any series was kept the current total still shows, as a single step."""
     chart = charts_by_dimension({"tokens": 100}, {"tokens": 40}, [])["tokens"]

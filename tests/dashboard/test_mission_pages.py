@@ -238,7 +238,7 @@ def test_budgets_are_charted_per_dimension_with_the_limit_and_unlimited_ones_say
     assert "1,200" in table
     assert "2,000" in table
     compute = element(html, "data-dimension", "compute")
-    assert "0 used · unlimited (no limit set)" in text(compute)
+    assert "compute 0 s used · unlimited (no limit set)" in text(compute)
     assert "Nothing used yet." in text(compute)
 
 

@@ -49,6 +49,14 @@ class BenchConfig:
     rounds: int = 1  # times each cell and batch size is measured; the report takes medians
 
     @property
+    def broker_url(self) -> str:
+        """Where the write path's after-commit hints go during a run: the bench's own Redis
+        db, else kombu's in-process ``memory://``. Never the product's default, the
+        filesystem broker under ``var/celery``: a ``make demo`` on this checkout reads that
+        folder, and its worker then produced for groups its database does not hold."""
+        return self.redis_url or "memory://"
+
+    @property
     def max_clients(self) -> int:
         return max(self.clients)
 

@@ -76,6 +76,7 @@ def _setup_django(config: BenchConfig) -> None:
     """Point this process at the benchmark database and Redis db, then start Django."""
     os.environ["DATABASE_URL"] = config.database_url
     os.environ["REDIS_URL"] = config.redis_url
+    os.environ["CELERY_BROKER_URL"] = config.broker_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "missionweave.settings"
     os.environ.setdefault("LOG_LEVEL", "ERROR")
     os.environ["MWP_CHANNEL_PREFIX"] = "mwp-bench"

@@ -136,6 +136,7 @@ def server_environment(config: BenchConfig, *, pool: bool) -> dict[str, str]:
         "MWP_DB_POOL": "1" if pool else "0",
         "DATABASE_URL": config.database_url,
         "REDIS_URL": config.redis_url,
+        "CELERY_BROKER_URL": config.broker_url,
         "DEBUG": "0",
         "SECRET_KEY": SECRET_KEY,
         "LOG_LEVEL": "ERROR",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -130,3 +132,28 @@ def test_report_puts_the_pooled_servers_first_and_the_unpooled_ones_in_table_1b(
 
 def _cell(groups: int, clients: int) -> dict[str, int]:
     return {"groups": groups, "clients": clients}
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "broker"),
+    [("redis://127.0.0.1:6379/5", "redis://127.0.0.1:6379/5"), ("", "memory://")],
+)
+def test_the_write_paths_hints_never_reach_the_demos_filesystem_broker(
+    monkeypatch: pytest.MonkeyPatch, redis_url: str, broker: str
+) -> None:
+    """A bench run without Redis once hinted its groups into ``var/celery``, where a running
+    ``make demo``'s worker read them: the servers' settings resolve the broker the harness
+    names, the bench's Redis db or kombu's in-process memory, never ``filesystem://``."""
+    monkeypatch.setenv("BENCH_REDIS_URL", redis_url)
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+    config = load_config(quick=True)
+    script = "from django.conf import settings; print(settings.CELERY_BROKER_URL)"
+    resolved = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {script}"],
+        env=server_environment(config, pool=True),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert config.broker_url == broker
+    assert resolved.stdout.strip() == broker

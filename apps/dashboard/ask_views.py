@@ -28,7 +28,13 @@ from missionweave.protocol.work import asks
 from .actions import return_to, submit_form_command
 from .approval_views import approval_page_response
 from .asking import ASK_FORM, FOR_WORDS, REVIEW, ask_body
-from .decision_forms import NotSent, membership_or_none, not_a_member, typed_from
+from .decision_forms import (
+    NotSent,
+    membership_or_none,
+    not_a_member,
+    not_sent_page,
+    typed_from,
+)
 from .names import display_name
 from .refusal_words import form_problems, plain_refusal
 from .review_views import review_page_response
@@ -83,13 +89,11 @@ def _again(
         membership = membership_or_none(request, group)
         if membership is None:
             return not_a_member(request, not_sent.typed)
-        if wanted == REVIEW:
-            return review_page_response(
-                request, membership, work_item, not_sent=not_sent, status=status
-            )
-        return approval_page_response(
-            request, membership, work_item, not_sent=not_sent, status=status
-        )
+        page = review_page_response if wanted == REVIEW else approval_page_response
+        try:
+            return page(request, membership, work_item, not_sent=not_sent, status=status)
+        except Http404:  # the item or its submission is gone: the note on a page of its own
+            return not_sent_page(request, not_sent, status)
 
     return again
 

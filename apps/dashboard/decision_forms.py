@@ -107,17 +107,13 @@ def membership_or_none(request: HttpRequest, group: str) -> Membership | None:
 
 def not_a_member(request: HttpRequest, typed: Sequence[Typed]) -> HttpResponse:
     """The answer to a form posted to a group the person is not (any more) a member of."""
-    return render(
-        request,
-        "dashboard/not-sent.html",
-        {
-            "not_sent": NotSent(
-                "You are not a member of this group (any more), so nothing you sent was recorded.",
-                tuple(typed),
-            )
-        },
-        status=404,
-    )
+    reason = "You are not a member of this group (any more), so nothing you sent was recorded."
+    return not_sent_page(request, NotSent(reason, tuple(typed)), 404)
+
+
+def not_sent_page(request: HttpRequest, not_sent: NotSent, status: int) -> HttpResponse:
+    """A page of its own for a form whose page is gone: the reason and the text to copy."""
+    return render(request, "dashboard/not-sent.html", {"not_sent": not_sent}, status=status)
 
 
 def decide(

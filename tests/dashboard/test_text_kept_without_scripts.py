@@ -187,3 +187,18 @@ def test_a_refused_ask_on_the_review_page_keeps_its_note(people: People) -> None
     assert "they are not a member of this group" in reason(html)
     assert f"{NOTE}</textarea>" in element(html, "data-form-key", f"ask:review:{item}")
     assert wf.head(people.group) == before
+
+
+def test_an_ask_whose_page_is_gone_gives_its_note_back_on_a_page_of_its_own(
+    people: People,
+) -> None:
+    """An ask about a WorkItem the group does not hold (a page from elsewhere, an id
+    mistyped): no approval screen to answer with, so a page of its own with the note to copy."""
+    response = logged_in(people.world.olga).post(
+        item_url(people, "wi-none", "ask/"), {"wanted": "execution_approval", "note": NOTE}
+    )
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "choose whom to ask" in reason(html)
+    assert f">{NOTE}</textarea>" in element(html, "id", "not-sent")

@@ -55,7 +55,6 @@ function onEvent(event) {
   overview.notify(event);
   queue.notify(event);
   missionRows.notify(event);
-  document.getElementById("head-sequence").textContent = "#" + event.sequence;
   const total = document.querySelector('[data-field="events-total"]');
   if (total) total.textContent = String(event.sequence);
 }

@@ -2,8 +2,9 @@
 
 The visible text of a page is its text nodes and the attributes people are shown (a hover
 ``title``, an ``aria-label`` read aloud, a ``placeholder``, an image's ``alt``, a button's
-``value``), without scripts, styles, templates and ``hidden`` elements, and without the
-collapsed ``<details class="technical-details">`` blocks where codes and R-IDs belong.
+``value``), without scripts, styles, templates and ``hidden`` elements, without the
+collapsed ``<details class="technical-details">`` blocks where codes and R-IDs belong, and
+without what a ``<textarea>`` holds (the person's own text, or a contract they edit).
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ UNREAD = frozenset({"script", "style", "template", "noscript", "head"})
 SPOKEN = ("title", "aria-label", "placeholder", "alt")
 
 #: what a person must not read: an R-ID, a wire.md section, an UPPER_CASE error code, the
-#: protocol's ``epoch``, a raw principal
+#: protocol's ``epoch``, a raw principal, a wire token with its underscore
 JARGON = {
     "requirement id": re.compile(r"\bR\d+(\.\d+)?-\d\d\b"),
     "wire section": re.compile(r"wire\s*§"),
     "error code": re.compile(r"(?<![\w-])[A-Z]{3,}(?:_[A-Z]+)+(?![\w-])"),
     "protocol term": re.compile(r"\bepochs?\b", re.IGNORECASE),
     "raw principal": re.compile(r"(?<![\w-])(?:user|agent):[\w.@+-]"),
+    # a role, a budget dimension or a verdict as the wire spells it ("mission owner", "wall
+    # clock" on screen)
+    "protocol token": re.compile(
+        r"\b(?:mission_owner|wall_clock|tool_calls|side_effects|needs_changes|"
+        r"execution_approval|result_accepted)\b"
+    ),
 }
 
 
@@ -58,7 +65,9 @@ class _Reader(HTMLParser):
             ):
                 self.pieces.append(str(values["value"]))
         if tag not in VOID:
-            self.stack.append((tag, hides))
+            # a field's text is what the person typed or edits (a contract's JSON), not the
+            # page's words; its placeholder and label are read above
+            self.stack.append((tag, hides or tag == "textarea"))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)

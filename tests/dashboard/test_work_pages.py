@@ -227,7 +227,10 @@ def test_work_item_page_shows_contract_budgets_offers_lease_history_and_conversa
         f'href="/groups/{owners.group}/timeline/?work_item={item}&amp;before={newest + 1}'
         f'#event-{newest}"'
     ) in history
-    assert 'title="work.message_posted"' in history  # the type only on hover
+    # the event's type is not read, not even on hover: its line in the Timeline (linked) has
+    # it in the technical details
+    assert 'data-type="work.message_posted"' in history
+    assert "work.message_posted" not in visible_text(history)
     assert "wrote on “" in visible_text(history) or "asked a question on “" in visible_text(history)
 
 

@@ -86,7 +86,7 @@ def test_a_member_sees_the_verified_timeline_and_new_events_arrive_live(
     expect(page).to_have_url(f"{server.url}/groups/")
 
     group_card = page.locator('li.group-card[data-group="g-research"]')
-    expect(group_card).to_contain_text("head #4")
+    expect(group_card).to_contain_text("4 events")
     group_card.get_by_role("link", name="g-research").click()
     expect(page).to_have_url(f"{server.url}/groups/g-research/")
     page.get_by_role("link", name="Timeline: every event, in words").click()

@@ -9,7 +9,7 @@ import { connectionStatus, followWhileShown } from "./connection.js";
 import { keepCountingDown, tick } from "./countdown.js";
 import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
-import { refreshTextLimits, watchTextLimits } from "./text-limits.js";
+import { refreshTextLimits } from "./text-limits.js";
 import { UnsentText } from "./unsent-text.js";
 
 const data = JSON.parse(document.getElementById("approval-data").textContent);
@@ -29,7 +29,6 @@ const body = new LiveSection({
 });
 
 keepCountingDown();
-watchTextLimits();
 followWhileShown(
   new GroupStream({
     group: data.group,

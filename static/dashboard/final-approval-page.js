@@ -9,7 +9,7 @@
 import { connectionStatus, followWhileShown } from "./connection.js";
 import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
-import { refreshTextLimits, watchTextLimits } from "./text-limits.js";
+import { refreshTextLimits } from "./text-limits.js";
 import { UnsentText } from "./unsent-text.js";
 
 const data = JSON.parse(document.getElementById("final-approval-data").textContent);
@@ -31,7 +31,6 @@ const body = new LiveSection({
   },
 });
 
-watchTextLimits();
 followWhileShown(
   new GroupStream({
     group: data.group,

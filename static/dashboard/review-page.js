@@ -14,7 +14,7 @@ import { connectionStatus, followWhileShown } from "./connection.js";
 import { keepCountingDown, tick } from "./countdown.js";
 import { LiveSection } from "./live-section.js";
 import { GroupStream } from "./stream.js";
-import { refreshTextLimits, watchTextLimits } from "./text-limits.js";
+import { refreshTextLimits } from "./text-limits.js";
 
 const data = JSON.parse(document.getElementById("review-data").textContent);
 const posted = JSON.parse(document.getElementById("review-posted").textContent);
@@ -399,7 +399,7 @@ applyDraft(body());
 applyThenNext(body());
 show(fromHash() >= 0 ? fromHash() : firstUnjudged());
 keepCountingDown();
-watchTextLimits();
+refreshTextLimits(); // the drafted notes just put back fire no input event
 if (data.may_reserve && data.reserved_for_s < RENEW_MS / 1000) reserve();
 setInterval(reserve, RENEW_MS);
 followWhileShown(

@@ -108,7 +108,7 @@ def test_hostile_markdown_renders_inert_on_the_page(dash: Dashboard, shop: Works
     after = html.split("</main>", 1)[1]
     assert re.findall(r"<script[^>]*>", after) == [
         '<script type="module" src="/static/dashboard/local-time.js">',
-        '<script type="module" src="/static/dashboard/text-limit.js">',
+        '<script type="module" src="/static/dashboard/text-limits.js">',
         '<script type="module" src="/static/dashboard/bell.js">',  # the header's bell (issue 36)
     ]
     assert "javascript:" not in " ".join(re.findall(r'href="([^"]*)"', html))

@@ -227,6 +227,21 @@ def test_a_persons_reservation_holds_the_decision_and_submit_and_next_skips_deci
         expect(rita.locator(".submitted-artifacts")).to_contain_text("application/json")
         check_screen(rita, "decisions-01-review-reserved")
 
+        # a note over its limit is not sent: its criterion is shown again, the note focused
+        note = rita.locator("#note-c1")
+        note.fill("n" * 10_250)
+        expect(rita.locator("#note-c1-counter")).to_have_text(
+            "10,250 characters; at most 10,000. Shorten it by 250 to send it."
+        )
+        rita.locator('[data-criterion-link="c2"]').click()
+        expect(note).to_be_hidden()
+        rita.locator("#review-form").evaluate("form => form.requestSubmit()")
+        expect(note).to_be_visible()
+        expect(note).to_be_focused()
+        snap(rita, "decisions-01b-review-note-over-its-limit")
+        assert state(coordinator, group, first) == "submitted"
+        note.fill("")
+
         # the coordinator agent may not decide under her running reservation
         with pytest.raises(ApiError) as refused:
             coordinator.submit(group, "work.accept_result", accept_body(first))

@@ -8,6 +8,7 @@ cannot read is said beside its field. Every screen is shot at desktop width and 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -17,6 +18,7 @@ from tests.dashboard import workflows as wf
 from tests.dashboard.test_inbox_triage import ready_mission
 from tests.e2e.screens import NARROW_WIDTH, check_screen, snap
 from tests.e2e.test_dashboard_browser import log_in, with_password
+from tests.e2e.test_plain_words_browser import one_counter_per_limited_field
 from tests.factories import HumanPersona, World, build_world, grant, human
 from tests.live_server import LiveServer, in_plain_thread
 
@@ -139,3 +141,41 @@ def test_snoozing_an_entry_keeps_the_place_and_counts_it(
     page.get_by_role("link", name="show").click()
     expect(page.locator(f'li[data-mission="{scene.missions[0]}"]')).to_contain_text("Snoozed until")
     assert "snoozed=show" in page.url
+
+
+def test_the_bulk_comment_keeps_its_one_counter_when_the_inbox_updates_in_place(
+    scene: Scene, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """Issue 34 §5, §6: the inbox is updated in place (morph.js), which puts the server's
+    ``maxlength`` back on the bulk comment and drops the counter the server does not know;
+    after petra's approval the comment keeps its text and is counted again, once."""
+    server, world = live_asgi_server, scene.world
+    log_in(page, server, "olga")
+    page.goto(f"{server.url}/?kind=missions&sort=oldest")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+    section = page.locator("#inbox-missions")
+    expect(section.locator("li.inbox-entry")).to_have_count(3)
+    comment = page.get_by_label("Comment on every approval (optional)")
+    counter = page.locator("#bulk-approve-comment-counter")
+    comment.fill("x" * 9_000)
+    expect(counter).to_have_text("9,000 of 10,000 characters")
+
+    before = page.evaluate(REFRESHED)
+    in_plain_thread(
+        wf.submit,
+        scene.petra,
+        world.group,
+        "mission.approve",
+        {"mission": scene.missions[1], "comment": ""},
+    )
+    page.wait_for_function(f"before => ({REFRESHED})() !== before", arg=before, timeout=5_000)
+    expect(section.locator("li.inbox-entry")).to_have_count(2)
+    assert comment.input_value() == "x" * 9_000
+    expect(counter).to_have_text("9,000 of 10,000 characters")
+    expect(counter).to_have_class(re.compile("text-limit--near"))
+    one_counter_per_limited_field(page)
+    snap(page, "inbox-triage-bulk-comment-counted-after-a-live-update")
+
+
+#: when the inbox's sections were last refreshed live ("" before the first time)
+REFRESHED = "() => document.getElementById('inbox-sections').dataset.refreshedAt || ''"

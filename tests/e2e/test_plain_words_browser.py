@@ -129,6 +129,28 @@ def test_the_inbox_keeps_focus_scroll_and_an_open_disclosure_across_20_live_upda
     check_screen(page, "plain-01-inbox-after-20-updates")
 
 
+def one_counter_per_limited_field(page: Page) -> None:
+    """Every limited field of the page is counted, once: its maxlength lifted (kept as
+    data-limit), one counter right after it, named by its aria-describedby."""
+    fields = page.evaluate(
+        """() => [...document.querySelectorAll("textarea[maxlength], textarea[data-limit]")]
+          .map((field) => ({
+            id: field.id,
+            maxlength: field.hasAttribute("maxlength"),
+            counters: document.querySelectorAll(`[id="${field.id}-counter"]`).length,
+            next: field.nextElementSibling?.id ?? null,
+            described: (field.getAttribute("aria-describedby") || "").split(" "),
+          }))"""
+    )
+    assert fields
+    for field in fields:
+        assert field["maxlength"] is False, field
+        assert field["counters"] == 1, field
+        assert field["next"] == f"{field['id']}-counter", field
+        assert field["next"] in field["described"], field
+    assert page.locator(".text-limit").count() == len(fields)
+
+
 def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_limit(
     waiting: Waiting, live_asgi_server: LiveServer, browser: Browser
 ) -> None:
@@ -153,9 +175,13 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
         assert "UTC" not in shown
         assert shown != utc
         comment = page.get_by_label(f"Comment on approving {waiting.items[0]}")
+        counter = page.locator(f"#{comment.get_attribute('id')}-counter")
+        expect(comment).to_have_attribute("aria-describedby", re.compile(r"-counter$"))
+        comment.fill("A short note.")
+        expect(counter).to_be_hidden()  # a short note is not told its limit
         comment.fill("x" * 9_500)
-        counter = page.locator(f"#{comment.get_attribute('aria-describedby')}")
         expect(counter).to_have_text("9,500 of 10,000 characters")
+        expect(counter).to_be_visible()
         expect(counter).to_have_class(re.compile("text-limit--near"))
         check_screen(page, "plain-02-work-item-local-time-and-limit")
 
@@ -163,7 +189,9 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
         # the counter says by how much, and the form is not sent until it is shortened
         comment.fill("y" * 10_250)
         assert len(comment.input_value()) == 10_250
-        expect(counter).to_have_text("10,250 characters; at most 10,000")
+        expect(counter).to_have_text(
+            "10,250 characters; at most 10,000. Shorten it by 250 to send it."
+        )
         expect(counter).to_have_class(re.compile("text-limit--over"))
         expect(comment).to_have_attribute("aria-invalid", "true")
         head = in_plain_thread(wf.head, world.group)
@@ -172,9 +200,11 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
         assert in_plain_thread(wf.head, world.group) == head  # nothing was sent
         assert len(comment.input_value()) == 10_250
         expect(comment).to_be_focused()
+        snap(page, "plain-02b-work-item-comment-over-its-limit")
         comment.fill("z" * 10_000)
         expect(counter).to_have_text("10,000 of 10,000 characters")
         expect(comment).not_to_have_attribute("aria-invalid", "true")
+        one_counter_per_limited_field(page)
 
         page.goto(f"{server.url}/groups/{world.group}/work-items/{waiting.refused}/")
         refusal = page.locator('[data-field="execution-refused"]')
@@ -184,6 +214,57 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
         check_screen(page, "plain-03-work-item-refused")
     finally:
         context.close()
+
+
+def test_a_decision_field_counts_like_every_other_and_keeps_one_counter_across_live_updates(
+    waiting: Waiting, live_asgi_server: LiveServer, page: Page
+) -> None:
+    """Issue 34 §6: the approval screen's comment (``data-limit``, no ``maxlength``) has the
+    same counter, words and class as any other long field; after petra's approval swaps the
+    screen's body in, the typed text and its one counter are still there; over the limit the
+    form is held, the field focused and ``mw:over-limit`` dispatched on it."""
+    server, world = live_asgi_server, waiting.world
+    item = waiting.items[1]
+    log_in(page, server, "olga")
+    page.goto(f"{server.url}/groups/{world.group}/work-items/{item}/approval/")
+    expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
+    comment = page.get_by_label("Comment on approving (optional)")
+    counter = page.locator("#approve-comment-counter")
+    expect(counter).to_be_hidden()
+    expect(counter).to_have_text("0 of 10,000 characters")
+    comment.fill("x" * 2_345)
+    expect(counter).to_be_visible()
+    expect(counter).to_have_text("2,345 of 10,000 characters")
+    expect(counter).to_have_class("text-limit")
+
+    before = page.evaluate(
+        "() => document.getElementById('approval-body').dataset.refreshedAt || ''"
+    )
+    in_plain_thread(wf.approve, waiting.petra, world.group, item)
+    page.wait_for_function(
+        "before => (document.getElementById('approval-body').dataset.refreshedAt || '') !== before",
+        arg=before,
+        timeout=LIVE_MS,
+    )
+    assert comment.input_value() == "x" * 2_345
+    one_counter_per_limited_field(page)
+    expect(counter).to_have_text("2,345 of 10,000 characters")
+    expect(comment).to_have_attribute("aria-describedby", "approve-limit approve-comment-counter")
+
+    page.evaluate(
+        """() => document.addEventListener("mw:over-limit",
+             (event) => (window.__overLimit = event.target.id))"""
+    )
+    comment.fill("y" * 10_250)
+    expect(counter).to_have_text("10,250 characters; at most 10,000. Shorten it by 250 to send it.")
+    expect(counter).to_have_class(re.compile("text-limit--over"))
+    head = in_plain_thread(wf.head, world.group)
+    page.get_by_role("button", name="Approve revision 1").click()
+    expect(comment).to_be_focused()
+    assert page.evaluate("() => window.__overLimit") == "approve-comment"
+    assert in_plain_thread(wf.head, world.group) == head  # nothing was sent
+    assert len(comment.input_value()) == 10_250
+    check_screen(page, "plain-12-approval-comment-over-its-limit")
 
 
 def test_revoking_a_member_and_a_token_asks_first_with_scripts_off(

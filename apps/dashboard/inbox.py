@@ -51,6 +51,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
+from .child_missions import child_goals, child_mission_words
 from .inbox_asks import AskedEntry, asked_entries
 from .inbox_entries import (
     SHOWN,
@@ -479,16 +480,19 @@ def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
     blocked = WorkItem.objects.filter(group_id=group.id, state=S.BLOCKED)
     if owned is not None:
         blocked = blocked.filter(mission__in=owned)
-    rows = blocked.order_by("id").values_list(
-        "work_item_id", "mission", *TERMS, "data__child", "data__history"
+    rows = list(
+        blocked.order_by("id").values_list(
+            "work_item_id", "mission", *TERMS, "data__child", "data__history"
+        )
     )
+    goals = child_goals(row[5] for row in rows)
     for work_item, mission, goal, urgency, deadline, child, history in rows:
         since = next(
             (e["sequence"] for e in reversed(history or ()) if e["type"] == "work.blocked"), None
         )
         running = isinstance(child, dict) and child.get("status") == "running"
         reason = (
-            f"waiting for its child mission {child.get('mission')}"
+            f"waiting for {child_mission_words(child, goals)}"
             if running
             else "blocked by its owner"
         )

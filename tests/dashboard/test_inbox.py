@@ -473,3 +473,33 @@ def test_a_refused_item_without_an_approval_gate_is_blocked_too(people: People) 
     assert "needs a corrected contract" in entry
     assert "Execution refused by petra" in entry
     assert "wrong data set" in entry
+
+
+def test_work_waiting_for_a_child_mission_names_the_child_by_its_goal(
+    people: People, django_capture_on_commit_callbacks: Any
+) -> None:
+    """R10.2-15: a WorkItem blocked on its child mission is in the owners' inbox "waiting for
+    the child mission “Dig through the archive”", by the goal people gave it, not its id."""
+    world = people.world
+    item = wf.authorize(world, wf.mission(world))
+    child = unique("m-child")
+    with django_capture_on_commit_callbacks(execute=True):
+        wf.submit(
+            world.w1,
+            world.group,
+            "mission.create_child",
+            {
+                "work_item": item,
+                "child": {
+                    "mission": child,
+                    "group": world.group,
+                    "goal": "Dig through the archive",
+                    "budgets": {},
+                },
+                "failure_policy": "block_parent",
+            },
+        )
+
+    reason = text(element(section(inbox_html(world.olga), "blocked"), "data-work-item", item))
+    assert "Waiting for the child mission “Dig through the archive”" in reason
+    assert child not in reason

@@ -309,7 +309,7 @@ def test_waiting_for_approval_lists_queued_gated_items_short_of_approvals(owners
     for other in (ungated, enough, offered):
         assert f'data-work-item="{other}"' not in queue
     listed = page(logged_in(owners.petra), f"/groups/{owners.group}/work-items/?mission={m}")
-    assert "1/1 approvals" in text(element(listed, "data-work-item", enough))
+    assert "1/1 approval" in text(element(listed, "data-work-item", enough))
 
 
 def test_a_mission_owner_grants_execution_from_the_form(owners: Owners) -> None:

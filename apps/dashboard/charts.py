@@ -23,6 +23,7 @@ from html import escape
 from typing import Any
 
 from missionweave.protocol.timefmt import parse_timestamp
+from missionweave.wording import counted
 
 from .work_item_cards import SECONDS_SUFFIX, BudgetLine, budget_lines, number
 
@@ -87,7 +88,7 @@ def chart_summary(line: BudgetLine, points: Sequence[UsagePoint]) -> str:
     changes = len(points)
     if not changes:
         return f"{head}; no charge recorded yet."
-    return f"{head}; {changes} recorded change{'s' if changes != 1 else ''}."
+    return f"{head}; {counted(changes, 'recorded change')}."
 
 
 def _when(value: object) -> datetime | None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import NamedTuple
 
+from missionweave.wording import counted
+
 #: geometry of one node and of the gaps between them, in SVG user units (CSS pixels)
 NODE_WIDTH = 184
 NODE_HEIGHT = 54
@@ -277,8 +279,10 @@ def summary(graph: GraphLayout, counts: Sequence[tuple[str, int]]) -> str:
     """What the picture shows, in one sentence (the SVG's ``aria-label``)."""
     states = ", ".join(f"{count} {state}" for state, count in counts) or "no WorkItems"
     return (
-        f"Dependency graph of {len(graph.nodes)} WorkItems in {graph.ranks} column(s) "
-        f"with {len(graph.edges)} dependencies: {states}. The list below reads the same."
+        f"Dependency graph of {counted(len(graph.nodes), 'WorkItem')} in "
+        f"{counted(graph.ranks, 'column')} with "
+        f"{counted(len(graph.edges), 'dependency', 'dependencies')}: {states}. "
+        "The list below reads the same."
     )
 
 

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 from apps.ledger.write_path import Outcome
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.memberships import Membership as MembershipState
+from missionweave.wording import counted
 
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .forms import MissionApproveForm, MissionCancelForm
@@ -49,7 +50,9 @@ def _approved(body: dict[str, Any], outcome: Outcome) -> str:
 
 def _cancelled(body: dict[str, Any], outcome: Outcome) -> str:
     count = _event_types(outcome).count("work.cancelled")
-    return f"Cancelled mission {body['mission']}: {count} unfinished WorkItem(s) cancelled."
+    return (
+        f"Cancelled mission {body['mission']}: {counted(count, 'unfinished WorkItem')} cancelled."
+    )
 
 
 def _cancel_words(error: ProtocolError, membership: MembershipState | None) -> str:

@@ -38,6 +38,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work import asks
 from missionweave.protocol.work.items import WorkItem as WorkItemState
+from missionweave.wording import counted
 
 from . import event_words, timeline_reads
 from .event_lookup import lookup_for
@@ -167,7 +168,7 @@ class PersonCardView:
             ("review", len(self.reviews)),
             ("final approval", len(self.missions)),
         ]
-        return [(f"{n} {label}{'s' if n != 1 else ''}", n) for label, n in pairs if n]
+        return [(counted(n, label), n) for label, n in pairs if n]
 
     @property
     def technical(self) -> list[tuple[str, str]]:

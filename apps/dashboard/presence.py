@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from apps.registry.presence import presences
 from missionweave.protocol.identifiers import is_agent
+from missionweave.wording import counted
 
 from .inbox_entries import relative_text
 
@@ -24,7 +25,7 @@ def _amount(value: float) -> str:
 
 def presence_words(report: Mapping[str, Any], reported_at: datetime, now: datetime) -> str:
     free, slots = report["slots_free"], report["slots"]
-    words = [f"{free} of {slots} slot{'s' if slots != 1 else ''} free"]
+    words = [f"{free} of {counted(slots, 'slot')} free"]
     for name, amounts in sorted((report.get("resources") or {}).items()):
         label = name.replace("_", " ")
         words.append(f"{label}: {_amount(amounts['free'])} of {_amount(amounts['total'])} free")

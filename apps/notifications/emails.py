@@ -10,6 +10,8 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
+from missionweave.wording import counted
+
 from .kinds import Kind
 from .models import Notification
 from .unsubscribe import absolute, unsubscribe_url
@@ -75,7 +77,7 @@ def digest(to: str, user_id: int, notifications: Sequence[Notification]) -> Emai
     ]
     return _message(
         to,
-        f"Your daily digest: {len(entries)} thing(s) to know",
+        f"Your daily digest: {counted(len(entries), 'thing')} to know",
         "digest",
         {"entries": entries},
         entries[0]["unsubscribe"],

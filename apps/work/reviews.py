@@ -42,6 +42,7 @@ from missionweave.protocol.identifiers import AUTHORITY, is_agent
 from missionweave.protocol.states import SUBMITTED
 from missionweave.protocol.work.assessment import INTEGRITY, REQUEST, check_command_id
 from missionweave.protocol.work.items import WorkItem as WorkItemState
+from missionweave.wording import counted, listed
 
 from .models import WorkItem
 
@@ -169,9 +170,10 @@ def integrity(store: Store, item: WorkItemState) -> dict[str, Any]:
     invalid = [s["output"] for s in schemas if not s["valid"]]
     verdict = "fail" if broken or invalid else "pass"
     summary = (
-        f"{len(artifacts)} artifact(s) intact, {len(schemas)} output schema(s) valid"
+        f"{counted(len(artifacts), 'artifact')} intact, "
+        f"{counted(len(schemas), 'output schema')} valid"
         if verdict == "pass"
-        else f"corrupted: {broken or 'none'}; invalid outputs: {invalid or 'none'}"
+        else f"corrupted: {listed(broken)}; invalid outputs: {listed(invalid)}"
     )
     return {
         "verdict": verdict,

@@ -176,7 +176,7 @@ def test_cancelling_a_mission_cancels_its_unfinished_work_items(people: People) 
     assert all(event["command_id"] == form["command_id"] for event in propagated)
     assert all(event["payload"]["reason"] == "Out of scope" for event in propagated)
     assert wf.state_of(people.group, queued) == wf.state_of(people.group, active) == "cancelled"
-    assert f"Cancelled mission {mission}: 2 unfinished WorkItem(s) cancelled." in flash(html)
+    assert f"Cancelled mission {mission}: 2 unfinished WorkItems cancelled." in flash(html)
 
 
 def test_a_cancellation_without_a_reason_is_refused_as_malformed(people: People) -> None:

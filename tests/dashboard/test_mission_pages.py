@@ -126,7 +126,7 @@ def test_the_dependency_graph_is_an_svg_whose_nodes_link_to_their_work_items(
     assert 'role="img"' in svg
     label = re.search(r'aria-label="([^"]+)"', svg)
     assert label is not None
-    assert "2 WorkItems in 2 column(s) with 1 dependencies: 2 open" in label.group(1)
+    assert "2 WorkItems in 2 columns with 1 dependency: 2 open" in label.group(1)
     links = element(html, "class", "graph-links")
     for item in (first, second):
         assert ">open</text>" in element(svg, "data-work-item", item)

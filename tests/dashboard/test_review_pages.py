@@ -397,6 +397,17 @@ def test_accept_waits_disabled_once_a_check_failed_and_the_failed_check_is_named
     assert "send it back instead" in why
 
 
+def test_the_failed_integrity_check_reads_as_a_sentence_not_a_list(dash: Dashboard) -> None:
+    """R13.2-03: the authority's failed check names the corrupted artifact in words
+    ("corrupted: sha256:…; invalid outputs: none"), where it once printed a Python list."""
+    item = unchecked_item(dash)
+    reviews.review_submission(FailingStore(), dash.world.group, item)  # type: ignore[arg-type]
+    html = page_html(logged_in(dash.world.olga), dash.world.group, item)
+    said = outside_details(html)
+    assert re.search(r"corrupted: sha256:[0-9a-f]{64}; invalid outputs: none", said), said
+    assert "['" not in said
+
+
 def page_html(client: Client, group: str, item: str) -> str:
     return client.get(f"/groups/{group}/work-items/{item}/review/").content.decode()
 

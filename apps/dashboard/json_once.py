@@ -6,7 +6,11 @@ paths of every row cost ~80 ms of database time, one path ~15 ms (``EXPLAIN ANAL
 37). ``paths_once`` reads the column once in a sub-select that forces it decompressed
 (``|| '{}'``, a new in-memory value; ``OFFSET 0`` keeps the planner from folding the
 sub-select back in), then takes every path from that value: six paths then cost about what
-one did. Other databases (SQLite in tests) get the plain ``JSON_ARRAY`` of the paths.
+one did. SQLite (the embedded default) takes each path with its ``->`` operator, which keeps
+a JSON null, true and false as JSON: Django's key transform there reads them through
+``JSON_TYPE`` as the strings "null", "true", "false", and a mission page on the embedded
+default listed every WorkItem as "carries on the work of null". Other databases get the
+plain ``JSON_ARRAY`` of the paths.
 """
 
 from __future__ import annotations
@@ -39,6 +43,14 @@ class PathsOnce(Func):
 
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, Any]:
         return compiler.compile(JSONArray(*self._transforms()))
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, Any]:
+        column, params = compiler.compile(self.source_expressions[0])
+        parts, values = [], []
+        for path in self.paths:
+            parts.append(f"({column} -> %s)")
+            values.extend([*params, connection.ops.compile_json_path(path.split("__"))])
+        return f"JSON_ARRAY({', '.join(parts)})", tuple(values)
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, Any]:
         column, params = compiler.compile(self.source_expressions[0])

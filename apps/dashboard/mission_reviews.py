@@ -25,10 +25,10 @@ from missionweave.protocol.memberships import Membership as MembershipState
 
 from .artifact_facts import ArtifactFacts, artifact_facts
 from .change_requests import changes_sentence
+from .json_once import paths_once
 from .missions import (
     Ending,
     _as_tuple,
-    _shown,
     latest_sequence,
     mission_ending,
     state_counts,
@@ -234,7 +234,7 @@ def reviewed_items(mission: Mission, ids: Sequence[str] | None = None) -> list[R
     if ids is not None:
         rows = rows.filter(work_item_id__in=list(ids))
     fields = rows.annotate(
-        shown=_shown(
+        shown=paths_once(
             "contract__goal",
             "contract__acceptance_criteria",
             "review",

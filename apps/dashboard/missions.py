@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db.models import BigIntegerField, Max
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import Cast, JSONArray
+from django.db.models.functions import Cast
 
 from apps.ledger.models import Event
 from apps.registry.services import memberships_of
@@ -334,19 +334,6 @@ def mission_actions(
 
 def _as_tuple(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
-
-
-def _shown(*paths: str) -> JSONArray:
-    """The JSON at each ``a__b__c`` path of a WorkItem's ``data``, as one JSON array built
-    by the database: a row decodes once, not once per field (half the page's time for a
-    1,000-item mission went into decoding fields one by one)."""
-    transforms = []
-    for path in paths:
-        expression: Any = "data"
-        for key in path.split("__"):
-            expression = KeyTransform(key, expression)
-        transforms.append(expression)
-    return JSONArray(*transforms)
 
 
 def mission_items(mission: Mission, *, for_graph: bool = True) -> list[ItemSummary]:

@@ -8,9 +8,17 @@ in it (R11.2-02), whatever this module decides.
 
 Material, here: the latest start or the completion moved by at least ``shift_s`` or by
 ``shift_fraction`` of the time until the previously disclosed latest start, or the confidence
-moved by ``confidence_shift``. A capacity state change alone is not material: it flips each
-time any slot frees or fills, and would make every queued item of every group re-disclose on
-each start; it is sent with the next time shift instead.
+moved by ``confidence_shift``, or the item stopped (or started) waiting for its execution
+approval. A capacity state change alone is not material: it flips each time any slot frees or
+fills, and would make every queued item of every group re-disclose on each start; it is sent
+with the next time shift instead.
+
+An estimate that only slid with the clock is not news either: an item that waits for a
+person's approval is estimated to start a minute after *now*, whatever now is, and the rule
+above re-disclosed it every fifteen seconds (on the demo, four events a minute per waiting
+item, filling the mission's latest events). When the waits measured from each estimate's own
+computation time are unchanged, the schedule is disclosed again only once the last disclosure
+is ``refresh_s`` old, so a shown window is never stale for longer than that.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from .scheduler import StartEstimate
 SHIFT_S = 60.0
 SHIFT_FRACTION = 0.25
 CONFIDENCE_SHIFT = 0.2
+REFRESH_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,18 +53,32 @@ def material(
     shift_s: float = SHIFT_S,
     shift_fraction: float = SHIFT_FRACTION,
     confidence_shift: float = CONFIDENCE_SHIFT,
+    refresh_s: float = REFRESH_S,
 ) -> bool:
     """Whether ``estimate`` must be disclosed: a first disclosure (acceptance, or a new
     ownership epoch) always is."""
     if last is None or last.ownership_epoch != ownership_epoch:
         return True
     before = last.estimate
+    if estimate.gated != before.gated:
+        return True
+    if abs(estimate.confidence - before.confidence) >= confidence_shift:
+        return True
     horizon = max(0.0, (before.start_latest - now).total_seconds())
-    threshold = min(shift_s, shift_fraction * horizon) if horizon else shift_s
+    threshold = max(min(shift_s, shift_fraction * horizon) if horizon else shift_s, 1.0)
     moved = max(
         abs((estimate.start_latest - before.start_latest).total_seconds()),
         abs((estimate.finish_expected - before.finish_expected).total_seconds()),
     )
-    if moved >= max(threshold, 1.0):
-        return True
-    return abs(estimate.confidence - before.confidence) >= confidence_shift
+    if moved < threshold:
+        return False
+    slid = max(abs(a - b) for a, b in zip(_waits(before), _waits(estimate), strict=True))
+    return slid >= threshold or (now - before.computed_at).total_seconds() >= refresh_s
+
+
+def _waits(estimate: StartEstimate) -> tuple[float, float]:
+    """The latest start and the completion, in seconds from when the estimate was made."""
+    return (
+        (estimate.start_latest - estimate.computed_at).total_seconds(),
+        (estimate.finish_expected - estimate.computed_at).total_seconds(),
+    )

@@ -202,6 +202,38 @@ def test_a_schedule_is_disclosed_again_only_on_a_material_change() -> None:
     assert material(last, _estimate(3600, confidence=0.3), ownership_epoch=1, now=T0)
 
 
+def _computed(at_s: float, wait_s: float, *, gated: bool = True) -> StartEstimate:
+    """An estimate made ``at_s`` after T0, starting ``wait_s`` after that."""
+    made = T0 + timedelta(seconds=at_s)
+    start = made + timedelta(seconds=wait_s)
+    return StartEstimate(
+        made, made, start, start, start + timedelta(seconds=60), 60.0, 0.3, "busy", 0, gated
+    )
+
+
+def test_an_estimate_that_only_slides_with_the_clock_is_disclosed_every_ten_minutes() -> None:
+    """R11.2-01: an item waiting for its approval is estimated to start a minute after now,
+    whatever now is; the same wait seen later is not a material change (it was disclosed
+    again every fifteen seconds), until the last disclosure is ten minutes old."""
+    last = Disclosed(1, _computed(0, 60), {})
+    for later_s in (15, 60, 300, 599):
+        now = T0 + timedelta(seconds=later_s)
+        assert not material(last, _computed(later_s, 60), ownership_epoch=1, now=now)
+    at_ten = T0 + timedelta(seconds=600)
+    assert material(last, _computed(600, 60), ownership_epoch=1, now=at_ten)
+    # the wait itself changing is news at once
+    now = T0 + timedelta(seconds=15)
+    assert material(last, _computed(15, 600), ownership_epoch=1, now=now)
+
+
+def test_an_approval_that_ends_the_wait_is_disclosed_at_once() -> None:
+    """R11.2-01, R10.2-06: the item stopped waiting for its approval: its start now depends
+    on capacity alone, a material change even when the times barely moved."""
+    last = Disclosed(1, _computed(0, 60, gated=True), {})
+    now = T0 + timedelta(seconds=5)
+    assert material(last, _computed(5, 60, gated=False), ownership_epoch=1, now=now)
+
+
 def test_a_work_row_becomes_a_queued_item_with_its_groups_policy() -> None:
     """R11.1-06, R11.1-07, R10.2-06: urgency and deadline from the contract, the class from
     the worker's policy, gated while approvals are missing, a declared estimate only."""

@@ -56,3 +56,14 @@ def element(html: str, attr: str, value: str) -> str:
 def text(html: str) -> str:
     """Visible text, whitespace collapsed."""
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).strip()
+
+
+def without_details(html: str) -> str:
+    """``html`` without its collapsed technical details (codes and R-IDs live there)."""
+    return re.sub(r'<details class="technical-details">.*?</details>', " ", html, flags=re.S)
+
+
+def not_sent(html: str) -> str:
+    """Why a form was not acted on, in words: the page's not-sent box, its technical details
+    left out."""
+    return text(without_details(element(html, "id", "not-sent")))

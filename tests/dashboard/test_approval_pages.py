@@ -21,7 +21,7 @@ from apps.registry import services
 from missionweave.protocol.examples import INCIDENT_REPORTS_DIGEST
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import People, logged_in
-from tests.dashboard.html import element, text
+from tests.dashboard.html import element, not_sent, text
 from tests.factories import HumanPersona, agent, grant, human, now_text, unique
 
 pytestmark = pytest.mark.django_db
@@ -61,12 +61,6 @@ def post(
 
 def flash(html: str) -> str:
     return text(element(html, "id", "flash"))
-
-
-def not_sent(html: str) -> str:
-    """The reason a form was not acted on, in words (its technical details left out)."""
-    box = element(html, "id", "not-sent")
-    return text(re.sub(r'<details class="technical-details">.*?</details>', " ", box, flags=re.S))
 
 
 def events(group: str, type_: str) -> list[dict[str, Any]]:
@@ -252,16 +246,7 @@ def test_a_stale_page_is_refused_as_stale_revision(owners: People) -> None:
     world = owners.world
     item = gated(owners)
     html = screen(world.olga, owners, item)
-    # The coordinator fails the item and offers a corrected contract: revision 2 (its queued
-    # owner still holds it until then, R10.2-03)
-    wf.submit(
-        world.w1,
-        owners.group,
-        "work.fail",
-        {"work_item": item, "evidence": wf.failure_evidence(world)},
-    )
-    corrected = wf.gated_contract(2, goal="Summarise the incident reports, tables named")
-    wf.accept(world, item, wf.offer(world, item, contract=corrected), revision=2)
+    wf.revise_contract(world, item, "Summarise the incident reports, tables named")
     before = wf.head(owners.group)
 
     response = logged_in(world.olga).post(

@@ -18,7 +18,7 @@ from apps.ledger.models import Event
 from apps.work.models import Mission
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
-from tests.dashboard.html import element, text
+from tests.dashboard.html import element, not_sent, text
 from tests.factories import HumanPersona, grant, human, unique
 
 pytestmark = pytest.mark.django_db
@@ -90,12 +90,6 @@ def refused(
     response = client.post(f"/groups/{group}/missions/{mission}/{action}/", fields)
     assert response.status_code == status, response.status_code
     return response.content.decode()
-
-
-def not_sent(html: str) -> str:
-    """The reason in words, without the collapsed technical details."""
-    box = element(html, "id", "not-sent")
-    return text(re.sub(r'<details class="technical-details">.*?</details>', " ", box, flags=re.S))
 
 
 def mission_state(group: str, mission: str) -> str:

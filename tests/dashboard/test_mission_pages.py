@@ -21,7 +21,7 @@ from apps.dashboard import mission_reviews, mission_waiting, missions
 from apps.registry import services
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
-from tests.dashboard.html import element, text
+from tests.dashboard.html import element, not_sent, text
 from tests.dashboard.plain_words import visible_text
 from tests.factories import HumanPersona, grant, group, human, now_text, unique
 
@@ -623,11 +623,6 @@ JARGON = re.compile(r"\bR\d+\.\d+-\d+\b|wire§|\b[A-Z]{2,}(?:_[A-Z]+)+\b|\b(?:us
 def outside_details(html: str) -> str:
     html = re.sub(r'<details class="technical-details">.*?</details>', " ", html, flags=re.S)
     return text(re.sub(r"<script\b.*?</script>", " ", html, flags=re.S))
-
-
-def not_sent(html: str) -> str:
-    box = element(html, "id", "not-sent")
-    return text(re.sub(r'<details class="technical-details">.*?</details>', " ", box, flags=re.S))
 
 
 def test_review_and_approve_is_the_primary_action_once_every_work_item_has_ended(

@@ -415,15 +415,7 @@ def test_refusals_are_shown_with_their_code_and_append_nothing(
         item = wf.queued(world, m, contract=wf.gated_contract(2))
         client = logged_in(owners.petra)
         form = approve_form(page(client, f"/groups/{owners.group}/"), item)  # revision 1
-        # The coordinator fails the item and offers a corrected contract: revision 2.
-        wf.submit(
-            world.w1,
-            owners.group,
-            "work.fail",
-            {"work_item": item, "evidence": wf.failure_evidence(world)},
-        )
-        corrected = wf.gated_contract(2, goal="Summarise the incident reports of December")
-        wf.accept(world, item, wf.offer(world, item, contract=corrected), revision=2)
+        wf.revise_contract(world, item, "Summarise the incident reports of December")
         code = "STALE_REVISION"
 
     before = wf.head(owners.group)

@@ -241,6 +241,16 @@ def failure_evidence(world: World) -> list[dict[str, Any]]:
     ]
 
 
+def revise_contract(world: World, item: str, goal: str) -> None:
+    """The coordinator fails a queued gated item and has its owner accept a corrected
+    contract with ``goal``: revision 2 (the queued owner holds it until then, R10.2-03), so a
+    page read before shows a stale revision (R10.1-05)."""
+    submit(
+        world.w1, world.group, "work.fail", {"work_item": item, "evidence": failure_evidence(world)}
+    )
+    accept(world, item, offer(world, item, contract=gated_contract(2, goal=goal)), revision=2)
+
+
 def verified_item(world: World, mission: str, *, depends_on: tuple[str, ...] = ()) -> str:
     """An item of the example contract, submitted by w2, checked by the authority
     (R13.2-03 steps 1–2) and accepted by olga with a note per criterion: what a mission's

@@ -36,6 +36,7 @@ from missionweave.protocol.work.dependents import NOT_STARTED
 from missionweave.protocol.work.schedule import DISCLOSE
 
 from .charts import BudgetChart, budget_charts
+from .child_missions import child_goals
 from .event_lookup import words_at
 from .graph import GraphLayout, GraphNode, layout
 from .json_once import paths_once
@@ -198,6 +199,8 @@ class MissionRef:
     group: str | None  # None: this group
     state: str | None  # known for this group's missions
     visible: bool = True  # the viewer may open its page
+    #: what people call it; "" where the viewer may not read it (another group's, not theirs)
+    goal: str = ""
 
     @classmethod
     def parse(
@@ -523,16 +526,31 @@ def _related_missions(
 ) -> tuple[MissionRef | None, tuple[MissionRef, ...]]:
     related = [n for n in (mission.parent, *mission.children) if n]
     same_group = [n for n in related if "/" not in n]
-    states = dict(
-        Mission.objects.filter(group_id=mission.group_id, mission_id__in=same_group).values_list(
-            "mission_id", "state"
-        )
-    )
+    known = {
+        mission_id: (state, goal)
+        for mission_id, state, goal in Mission.objects.filter(
+            group_id=mission.group_id, mission_id__in=same_group
+        ).values_list("mission_id", "state", "goal")
+    }
+    states = {mission_id: state for mission_id, (state, _) in known.items()}
     # the viewer's other groups, asked only when a related mission lives in one
     member_of = frozenset(memberships_of(viewer)) if len(same_group) < len(related) else frozenset()
-    parent = MissionRef.parse(mission.parent, states, member_of) if mission.parent else None
-    children = tuple(MissionRef.parse(child, states, member_of) for child in mission.children)
-    return parent, children
+    refs = [MissionRef.parse(notation, states, member_of) for notation in related]
+    # another group's goal only where the viewer is a member there (R10.4-06)
+    elsewhere = child_goals(
+        {"group": ref.group, "mission": ref.mission} for ref in refs if ref.group and ref.visible
+    )
+    named = [
+        replace(
+            ref,
+            goal=elsewhere.get((ref.group, ref.mission), "")
+            if ref.group
+            else known.get(ref.mission, ("", ""))[1],
+        )
+        for ref in refs
+    ]
+    parent = named[0] if mission.parent else None
+    return parent, tuple(named[1:] if mission.parent else named)
 
 
 #: above this many WorkItems the mission page does not draw the graph inline: the picture

@@ -243,14 +243,15 @@ def test_budgets_are_charted_per_dimension_with_the_limit_and_unlimited_ones_say
 
 
 def test_child_missions_are_linked_and_a_child_links_back_to_its_parent(scene: Scene) -> None:
-    """R10.4-06: a child mission of this group is a link with its state."""
+    """R10.4-06: a child mission of this group is a link named by its goal, with its id and
+    its state."""
     world = scene.dash.world
-    child = wf.mission(world, parent=scene.mission)
+    child = wf.mission(world, parent=scene.mission, goal="Trace the DNS change")
     client = logged_in(scene.dash.maria)
     html = page(client, scene.url())
     children = element(html, "data-field", "children")
     assert f'href="/groups/{scene.group}/missions/{child}/"' in children
-    assert "active" in text(children)
+    assert text(children) == f"Trace the DNS change {child} active"
 
     child_html = page(client, f"/groups/{scene.group}/missions/{child}/")
     assert f'href="/groups/{scene.group}/missions/{scene.mission}/"' in element(
@@ -288,13 +289,13 @@ def test_a_child_in_another_group_is_linked_only_for_its_members_and_names_its_g
 
     grant(world.alice, other, scene.dash.maria, "observer")
     children = element(page(client, scene.url()), "data-field", "children")
-    assert text(children) == f"{child} in group {other}"
+    # a member there reads it by its goal, the id beside it
+    assert text(children) == f"Dig {child} in group {other}"
     assert f'href="/groups/{other}/missions/{child}/"' in children
 
     child_page = page(client, f"/groups/{other}/missions/{child}/")
-    assert text(element(child_page, "data-field", "parent")) == (
-        f"{scene.mission} in group {world.group}"
-    )
+    parent = text(element(child_page, "data-field", "parent"))
+    assert parent == f"Map the outage {scene.mission} in group {world.group}"
     assert text(element(child_page, "data-field", "link")) == f"{item} in group {world.group}"
 
 

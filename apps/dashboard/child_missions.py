@@ -2,13 +2,14 @@
 
 A WorkItem blocked on a child mission holds the child's group and id (``data.child``); the
 inbox said "waiting for its child mission mx-c2d798b1901f-lab". The goal lives on the child's
-own Mission row, possibly in another group the person belongs to, so it is read here, for
-every child of a page in one query.
+own Mission row, possibly in another group, so it is read here, for every child of a page in
+one query, and only from the groups the reader is a member of: another group's goal is that
+group's to show (R10.4-06), so elsewhere the child stays named by its id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Q
@@ -26,9 +27,10 @@ def _key(child: object) -> Key | None:
     return None
 
 
-def child_goals(children: Iterable[object]) -> dict[Key, str]:
-    """``(group, mission) -> goal`` of each child mission named (one query)."""
-    keys = {key for key in map(_key, children) if key is not None}
+def child_goals(children: Iterable[object], readable: Container[str]) -> dict[Key, str]:
+    """``(group, mission) -> goal`` of each child mission named whose group is ``readable``
+    (the reader's groups; one query)."""
+    keys = {key for key in map(_key, children) if key is not None and key[0] in readable}
     if not keys:
         return {}
     wanted = Q()

@@ -46,6 +46,7 @@ from apps.ledger import preview
 from apps.ledger.models import Event
 from apps.ledger.write_path import Caller
 from apps.registry.models import Membership
+from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
@@ -273,7 +274,7 @@ def _collect(
     if APPROVE_MISSION in may and "missions" in kinds:
         found.missions = ready_missions(group)
     if "blocked" in kinds:
-        found.blocked = _blocked(group, _owned_missions(caller, group))
+        found.blocked = _blocked(caller, group, _owned_missions(caller, group))
     if with_times:
         _read_times(group.id, found)
     return found
@@ -472,7 +473,18 @@ def _held_for_changes(group: GroupRef, rows: list[tuple[Any, ...]]) -> set[str]:
     return {mission for mission, items in named.items() if items & unreplaced}
 
 
-def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
+def _readable_groups(caller: Caller, group: GroupRef, rows: list[Any]) -> frozenset[str]:
+    """The groups whose child missions the person may read by name: this one, and the others
+    they belong to (asked only when a child lives elsewhere)."""
+    elsewhere = any(
+        isinstance(row[5], dict) and row[5].get("group") not in (None, group.id) for row in rows
+    )
+    if not elsewhere:
+        return frozenset({group.id})
+    return frozenset({group.id, *memberships_of(caller.principal)})
+
+
+def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
     """WorkItems of the person's missions that cannot move without someone acting."""
     entries: list[BlockedEntry] = []
     if owned is not None and not owned:
@@ -485,7 +497,7 @@ def _blocked(group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
             "work_item_id", "mission", *TERMS, "data__child", "data__history"
         )
     )
-    goals = child_goals(row[5] for row in rows)
+    goals = child_goals((row[5] for row in rows), _readable_groups(caller, group, rows))
     for work_item, mission, goal, urgency, deadline, child, history in rows:
         since = next(
             (e["sequence"] for e in reversed(history or ()) if e["type"] == "work.blocked"), None

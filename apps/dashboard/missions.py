@@ -538,7 +538,7 @@ def _related_missions(
     refs = [MissionRef.parse(notation, states, member_of) for notation in related]
     # another group's goal only where the viewer is a member there (R10.4-06)
     elsewhere = child_goals(
-        {"group": ref.group, "mission": ref.mission} for ref in refs if ref.group and ref.visible
+        ({"group": ref.group, "mission": ref.mission} for ref in refs if ref.group), member_of
     )
     named = [
         replace(

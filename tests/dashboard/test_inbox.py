@@ -503,3 +503,41 @@ def test_work_waiting_for_a_child_mission_names_the_child_by_its_goal(
     reason = text(element(section(inbox_html(world.olga), "blocked"), "data-work-item", item))
     assert "Waiting for the child mission “Dig through the archive”" in reason
     assert child not in reason
+
+
+def test_a_child_mission_in_another_group_is_named_by_its_goal_only_for_its_members(
+    people: People, django_capture_on_commit_callbacks: Any
+) -> None:
+    """R10.4-06: another group's goal is that group's to show. Olga, not a member there, reads
+    the child by its id; once a member, by its goal."""
+    world = people.world
+    other = unique("g-lab")
+    group(other, world.org)
+    grant(world.alice, other, world.w1, "coordinator")
+    item = wf.authorize(world, wf.mission(world))
+    child = unique("m-child")
+    with django_capture_on_commit_callbacks(execute=True):
+        wf.submit(
+            world.w1,
+            world.group,
+            "mission.create_child",
+            {
+                "work_item": item,
+                "child": {
+                    "mission": child,
+                    "group": other,
+                    "goal": "Lab work",
+                    "budgets": {},
+                },
+                "failure_policy": "block_parent",
+            },
+        )
+
+    def reason() -> str:
+        html = inbox_html(world.olga)
+        return text(element(section(html, "blocked"), "data-work-item", item))
+
+    assert f"Waiting for the child mission {child}" in reason()
+    assert "Lab work" not in reason()
+    grant(world.alice, other, world.olga, "observer")
+    assert "Waiting for the child mission “Lab work”" in reason()

@@ -475,32 +475,35 @@ def test_a_refused_item_without_an_approval_gate_is_blocked_too(people: People) 
     assert "wrong data set" in entry
 
 
+def blocked_on_child(world: Any, child_group: str, goal: str) -> tuple[str, str]:
+    """A WorkItem of a new mission blocked on a child mission ``goal`` in ``child_group``
+    (R10.2-15): the item and the child's id."""
+    item = wf.authorize(world, wf.mission(world))
+    child = unique("m-child")
+    body = {"mission": child, "group": child_group, "goal": goal, "budgets": {}}
+    wf.submit(
+        world.w1,
+        world.group,
+        "mission.create_child",
+        {"work_item": item, "child": body, "failure_policy": "block_parent"},
+    )
+    return item, child
+
+
+def blocked_reason(persona: HumanPersona, item: str) -> str:
+    return text(element(section(inbox_html(persona), "blocked"), "data-work-item", item))
+
+
 def test_work_waiting_for_a_child_mission_names_the_child_by_its_goal(
     people: People, django_capture_on_commit_callbacks: Any
 ) -> None:
     """R10.2-15: a WorkItem blocked on its child mission is in the owners' inbox "waiting for
     the child mission “Dig through the archive”", by the goal people gave it, not its id."""
     world = people.world
-    item = wf.authorize(world, wf.mission(world))
-    child = unique("m-child")
     with django_capture_on_commit_callbacks(execute=True):
-        wf.submit(
-            world.w1,
-            world.group,
-            "mission.create_child",
-            {
-                "work_item": item,
-                "child": {
-                    "mission": child,
-                    "group": world.group,
-                    "goal": "Dig through the archive",
-                    "budgets": {},
-                },
-                "failure_policy": "block_parent",
-            },
-        )
+        item, child = blocked_on_child(world, world.group, "Dig through the archive")
 
-    reason = text(element(section(inbox_html(world.olga), "blocked"), "data-work-item", item))
+    reason = blocked_reason(world.olga, item)
     assert "Waiting for the child mission “Dig through the archive”" in reason
     assert child not in reason
 
@@ -514,30 +517,10 @@ def test_a_child_mission_in_another_group_is_named_by_its_goal_only_for_its_memb
     other = unique("g-lab")
     group(other, world.org)
     grant(world.alice, other, world.w1, "coordinator")
-    item = wf.authorize(world, wf.mission(world))
-    child = unique("m-child")
     with django_capture_on_commit_callbacks(execute=True):
-        wf.submit(
-            world.w1,
-            world.group,
-            "mission.create_child",
-            {
-                "work_item": item,
-                "child": {
-                    "mission": child,
-                    "group": other,
-                    "goal": "Lab work",
-                    "budgets": {},
-                },
-                "failure_policy": "block_parent",
-            },
-        )
+        item, child = blocked_on_child(world, other, "Lab work")
 
-    def reason() -> str:
-        html = inbox_html(world.olga)
-        return text(element(section(html, "blocked"), "data-work-item", item))
-
-    assert f"Waiting for the child mission {child}" in reason()
-    assert "Lab work" not in reason()
+    assert f"Waiting for the child mission {child}" in blocked_reason(world.olga, item)
+    assert "Lab work" not in blocked_reason(world.olga, item)
     grant(world.alice, other, world.olga, "observer")
-    assert "Waiting for the child mission “Lab work”" in reason()
+    assert "Waiting for the child mission “Lab work”" in blocked_reason(world.olga, item)

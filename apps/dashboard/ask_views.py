@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django import forms
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
@@ -25,30 +24,41 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import ID_PATTERN
 from missionweave.protocol.work import asks
 
-from .actions import return_to, submit_form_command
 from .approval_views import approval_page_response
 from .asking import ASK_FORM, FOR_WORDS, REVIEW, ask_body
-from .decision_forms import (
-    NotSent,
-    membership_or_none,
-    not_a_member,
-    not_sent_page,
-    typed_from,
-)
+from .decision_forms import NotSent, decide, membership_or_none, not_a_member, not_sent_page
 from .names import display_name
-from .refusal_words import form_problems, plain_refusal
+from .refusal_words import plain_refusal
 from .review_views import review_page_response
 
 
 class AskForm(forms.Form):
-    """``work.ask``: what for, the revision or submission the page showed, a short note. The
-    people chosen come as the repeated ``asked`` field (checkboxes)."""
+    """``work.ask``: what for, the revision or submission the page showed, a short note, and
+    the people chosen (the repeated ``asked`` field: checkboxes), at least one."""
 
     wanted = forms.ChoiceField(choices=[(w, w) for w in asks.ASKS_FOR], widget=forms.HiddenInput)
     contract_revision = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
     submission = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
     command_id = forms.RegexField(regex=ID_PATTERN, required=False, widget=forms.HiddenInput)
     note = forms.CharField(required=False, max_length=asks.NOTE_LIMIT, label="note")
+    asked = forms.Field(required=False, widget=forms.MultipleHiddenInput)
+
+    def clean_asked(self) -> list[str]:
+        return ticked(self.data)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if not cleaned.get("asked"):
+            raise forms.ValidationError(NOBODY_TICKED)
+        return cleaned
+
+
+NOBODY_TICKED = "Nothing was sent: choose whom to ask."
+
+
+def ticked(data: Any) -> list[str]:
+    """The people ticked in the posted form."""
+    return [principal for principal in data.getlist("asked") if principal]
 
 
 #: what a person cannot be asked for, by the code their own command would get
@@ -104,29 +114,22 @@ def work_item_ask(request: HttpRequest, group: str, work_item: str) -> HttpRespo
     """Submit ``work.ask`` as the person, for the people they ticked.
 
     Whatever is not sent (nobody ticked, a person who may no longer act, a revision that
-    changed) is answered with the page again: never a redirect that drops the note."""
-    typed = typed_from(request.POST, [("note", "note")])
-    if membership_or_none(request, group) is None:
-        return not_a_member(request, typed)
-    form = AskForm(request.POST)
-    wanted = request.POST.get("wanted", "")
-    again = _again(request, group, work_item, wanted)
-    chosen = [p for p in request.POST.getlist("asked") if p]
-    ticked = {"asked": chosen}
-    if not form.is_valid() or not chosen:
-        words = form_problems(form) if form.errors else "Nothing was sent: choose whom to ask."
-        return again(NotSent(words, typed, None, ASK_FORM, ticked), 400)
-    data = {**form.cleaned_data, "asked": chosen}
-    body = ask_body(work_item, form.cleaned_data["wanted"], data)
-    try:
-        outcome = submit_form_command(request, group, asks.ASK, body, form.cleaned_data)
-    except ProtocolError as error:
-        if error.status == 404:
-            raise Http404(error.message) from error
-        return again(NotSent(ask_words(error), typed, error, ASK_FORM, ticked), error.status)
-    messages.success(request, _asked_text(body, outcome))
-    default = reverse("dashboard:work-item", args=[group, work_item])
-    return HttpResponseRedirect(return_to(request, default))
+    changed) is answered with the page again, the note in its form and the people still
+    ticked (``decision_forms.decide``): never a redirect that drops the note."""
+    return decide(
+        request,
+        group,
+        form=AskForm(request.POST),
+        labels={"note": "note"},
+        type_=asks.ASK,
+        body=lambda data: ask_body(work_item, data["wanted"], data),
+        confirm=_asked_text,
+        words=ask_words,
+        again=_again(request, group, work_item, request.POST.get("wanted", "")),
+        back=reverse("dashboard:work-item", args=[group, work_item]),
+        form_name=ASK_FORM,
+        kept={"asked": ticked(request.POST)},
+    )
 
 
 urlpatterns: list[URLPattern] = [

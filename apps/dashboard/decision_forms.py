@@ -129,19 +129,22 @@ def decide(
     again: Callable[[NotSent, int], HttpResponse],
     back: str,
     form_name: str = "",
+    kept: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """Submit the form's command as the person; on success flash ``confirm`` and go back
     (post/redirect/get); otherwise ``again(not_sent, status)``: the page, the reason from
-    ``words`` and the typed text (``labels`` names the text fields)."""
+    ``words`` and the typed text (``labels`` names the text fields; ``kept``, what else the
+    page puts back, such as the people ticked)."""
     typed = typed_from(request.POST, list(labels.items()))
+    extra = kept or {}
     if membership_or_none(request, group) is None:
         return not_a_member(request, typed)
     if not form.is_valid():
-        return again(NotSent(form_problem(form, labels), typed, None, form_name), 400)
+        return again(NotSent(form_problem(form, labels), typed, None, form_name, extra), 400)
     submitted = body(form.cleaned_data)
     try:
         outcome = submit_form_command(request, group, type_, submitted, form.cleaned_data)
     except ProtocolError as error:
-        return again(NotSent(words(error), typed, error, form_name), error.status)
+        return again(NotSent(words(error), typed, error, form_name, extra), error.status)
     messages.success(request, confirm(submitted, outcome))
     return HttpResponseRedirect(return_to(request, back))

@@ -526,27 +526,20 @@ def _related_missions(
 ) -> tuple[MissionRef | None, tuple[MissionRef, ...]]:
     related = [n for n in (mission.parent, *mission.children) if n]
     same_group = [n for n in related if "/" not in n]
-    known = {
-        mission_id: (state, goal)
-        for mission_id, state, goal in Mission.objects.filter(
-            group_id=mission.group_id, mission_id__in=same_group
-        ).values_list("mission_id", "state", "goal")
-    }
-    states = {mission_id: state for mission_id, (state, _) in known.items()}
+    rows = Mission.objects.filter(group_id=mission.group_id, mission_id__in=same_group)
+    states, goals = {}, {}
+    for mission_id, state, goal in rows.values_list("mission_id", "state", "goal"):
+        states[mission_id] = state
+        goals[(mission.group_id, mission_id)] = goal
     # the viewer's other groups, asked only when a related mission lives in one
     member_of = frozenset(memberships_of(viewer)) if len(same_group) < len(related) else frozenset()
     refs = [MissionRef.parse(notation, states, member_of) for notation in related]
     # another group's goal only where the viewer is a member there (R10.4-06)
-    elsewhere = child_goals(
+    goals |= child_goals(
         ({"group": ref.group, "mission": ref.mission} for ref in refs if ref.group), member_of
     )
     named = [
-        replace(
-            ref,
-            goal=elsewhere.get((ref.group, ref.mission), "")
-            if ref.group
-            else known.get(ref.mission, ("", ""))[1],
-        )
+        replace(ref, goal=goals.get((ref.group or mission.group_id, ref.mission), ""))
         for ref in refs
     ]
     parent = named[0] if mission.parent else None

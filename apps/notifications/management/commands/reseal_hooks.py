@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from apps.notifications.hook_models import GroupHook
+from missionweave.wording import counted
 
 
 class Command(BaseCommand):
@@ -22,4 +23,4 @@ class Command(BaseCommand):
                 # read opened by whichever key sealed it, written sealed by the current one
                 hook.save(update_fields=["url", "secret"])
                 count += 1
-        self.stdout.write(f"sealed {count} hook(s) under the current key")
+        self.stdout.write(f"sealed {counted(count, 'hook')} under the current key")

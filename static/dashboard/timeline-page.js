@@ -31,7 +31,7 @@ function sayBrowserCheck() {
     const unavailable = [...browserVerdicts.values()].every((seen) => seen === "unavailable");
     status.textContent = unavailable
       ? "New events appear at the top as they happen (your browser cannot re-check them here: hashing needs https)."
-      : `New events appear at the top as they happen. Re-checked in your browser: ✓ ${checked} new event(s).`;
+      : `New events appear at the top as they happen. Re-checked in your browser: ✓ ${checked} new event${checked === 1 ? "" : "s"}.`;
     status.dataset.browser = unavailable ? "unavailable" : "verified";
   }
 }

@@ -125,7 +125,7 @@ def test_a_member_sees_the_verified_timeline_and_new_events_arrive_live(
     expect(events).to_have_count(6)
     assert page.evaluate("() => window.__sameDocument") is True
     expect(page.locator("#timeline-live")).to_have_attribute("data-browser", "verified")
-    expect(page.locator("#timeline-live")).to_contain_text("✓ 2 new event(s)")
+    expect(page.locator("#timeline-live")).to_contain_text("✓ 2 new events")
 
 
 def test_a_non_member_sees_no_such_group(

@@ -67,6 +67,7 @@ from .inbox_entries import (
     ReviewEntry,
     Section,
 )
+from .names import display_name
 from .snooze import EntryKey
 from .triage import PAGE, Triage
 from .work import GRANT_EXECUTION, grant_refusals, is_waiting_for_approval
@@ -506,7 +507,7 @@ def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[Bl
         reason = (
             f"waiting for {child_mission_words(child, goals)}"
             if running
-            else "blocked by its owner"
+            else "stopped by the agent working on it"
         )
         entries.append(
             BlockedEntry(
@@ -609,10 +610,12 @@ def _read_times(group_id: str, found: _Found) -> None:
     for sequence, document in Event.objects.filter(
         group_id=group_id, sequence__in=asked
     ).values_list("sequence", "document"):
-        payload = json.loads(document).get("payload", {})
-        resolution = payload.get("required_resolution")
+        event = json.loads(document)
+        resolution = event.get("payload", {}).get("required_resolution")
         if resolution:
-            asked[sequence].reason += f": needs {resolution}"
+            # the agent's own words, quoted: they are a question or a need, in any case
+            who = display_name(event.get("actor")) or "the agent working on it"
+            asked[sequence].reason = f"stopped by {who}, who needs: \u201c{resolution}\u201d"
 
 
 def waiting_on(caller: Caller, membership: Membership) -> _Found:

@@ -232,8 +232,8 @@ class BlockedEntry(Entry):
     work_item: str = ""
     state: str = ""
     reason: str = ""
-    #: blocked by its owner: what the owner said must happen (``required_resolution``,
-    #: R11.4-04), read from the ``work.blocked`` event with the times
+    #: stopped by the agent holding it (its lease owner): what that agent said must happen
+    #: (``required_resolution``, R11.4-04), read from the ``work.blocked`` event with the times
     wants_resolution: bool = False
     #: the refusal of the current revision's execution ({principal, comment, recorded_at,
     #: …}): the item waits for a corrected contract (issue 34 §4)

@@ -304,7 +304,8 @@ def test_blocked_work_and_work_waiting_on_a_failed_dependency_show_in_owners_inb
     html = inbox_html(world.olga)
     assert sorted(entries(html, "blocked")) == sorted([blocked, waiting])
     reason = text(element(section(html, "blocked"), "data-work-item", blocked))
-    assert "Blocked by its owner: needs read access to the archive" in reason
+    # the agent that stopped is named, and its need quoted: "its owner" read as the mission's
+    assert "Stopped by w2, who needs: \u201cread access to the archive\u201d" in reason
     reason = text(element(section(html, "blocked"), "data-work-item", waiting))
     assert f"Waiting on {dependency} (cancelled)" in reason
     assert entries(inbox_html(people.rita), "blocked") == []

@@ -119,14 +119,14 @@ def missions_approve(
                 command_id=command_id(batch, pick),
             )
         except ProtocolError as error:
-            words = _words(error, memberships.get(pick.group))
+            words = _words(error, memberships.get(pick.group), pick.group)
             results.append(Result(pick, title, words, error))
             continue
         results.append(Result(pick, title, f"Approved mission {pick.mission}."))
     return results
 
 
-def _words(error: ProtocolError, membership: MembershipState | None) -> str:
+def _words(error: ProtocolError, membership: MembershipState | None, group_id: str) -> str:
     if membership is None:
         return "You are not a member of this mission's group (any more): nothing was recorded."
-    return refusal_sentence(error, membership)
+    return refusal_sentence(error, membership, group_id)

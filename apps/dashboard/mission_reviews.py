@@ -29,6 +29,7 @@ from .json_once import paths_once
 from .missions import (
     Ending,
     _as_tuple,
+    item_titles,
     latest_sequence,
     mission_ending,
     state_counts,
@@ -250,8 +251,11 @@ def reviewed_items(mission: Mission, ids: Sequence[str] | None = None) -> list[R
     return [*ordered, *by_id.values()]
 
 
-def refusal_sentence(refusal: ProtocolError | None, membership: MembershipState | None) -> str:
-    """The write path's refusal of ``mission.approve``, as a sentence a person acts on."""
+def refusal_sentence(
+    refusal: ProtocolError | None, membership: MembershipState | None, group_id: str = ""
+) -> str:
+    """The write path's refusal of ``mission.approve``, as a sentence a person acts on; the
+    unfinished WorkItems it lists are named by their goals when ``group_id`` is given."""
     if refusal is None:
         return ""
     if refusal.code == ErrorCode.FORBIDDEN:
@@ -261,8 +265,10 @@ def refusal_sentence(refusal: ProtocolError | None, membership: MembershipState 
     if refusal.code == ErrorCode.ILLEGAL_TRANSITION and asked:  # issue 36 §5
         return changes_sentence([str(item) for item in asked])
     if refusal.code == ErrorCode.ILLEGAL_TRANSITION and unfinished:
+        named = [str(item) for item in unfinished]
+        titles = item_titles(group_id, named) if group_id else {}
         return (
-            f"{unfinished_sentence([str(item) for item in unfinished])} The mission can be "
+            f"{unfinished_sentence(named, titles)} The mission can be "
             "approved once every WorkItem has ended."
         )
     if refusal.code == ErrorCode.ILLEGAL_TRANSITION:
@@ -287,12 +293,11 @@ def _approval_refusal(
         return who_may("mission.approve", "approve", membership)
     unfinished = [item for item in mission.work_items if states.get(item) in S.UNFINISHED]
     if unfinished:
-        return (
-            f"{unfinished_sentence(unfinished)} The mission can be approved once every "
-            "WorkItem has ended."
-        )
+        named = unfinished_sentence(unfinished, item_titles(group_id, unfinished))
+        return f"{named} The mission can be approved once every WorkItem has ended."
     body = {"mission": mission.mission_id, "comment": ""}
-    return refusal_sentence(preview.refusal(caller, group_id, "mission.approve", body), membership)
+    refusal = preview.refusal(caller, group_id, "mission.approve", body)
+    return refusal_sentence(refusal, membership, group_id)
 
 
 def final_approval(

@@ -74,7 +74,7 @@ def mission_approve(request: HttpRequest, group: str, mission: str) -> HttpRespo
     """
 
     def words(error: ProtocolError) -> str:
-        return refusal_sentence(error, _state(request, group))
+        return refusal_sentence(error, _state(request, group), group)
 
     def again(not_sent: NotSent, status: int) -> HttpResponse:
         membership = membership_or_none(request, group)

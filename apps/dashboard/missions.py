@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
@@ -38,6 +38,7 @@ from missionweave.protocol.work.schedule import DISCLOSE
 from .charts import BudgetChart, budget_charts
 from .child_missions import child_goals
 from .event_lookup import words_at
+from .event_words import short_title
 from .graph import GraphLayout, GraphNode, layout
 from .json_once import paths_once
 from .role_words import who_can
@@ -292,13 +293,26 @@ def who_may(command: str, verb: str, membership: MembershipState | None) -> str:
     return who_can(command, f"{verb} a mission", membership.roles if membership else ())
 
 
-def unfinished_sentence(unfinished: Sequence[str]) -> str:
-    """ "3 WorkItems are not finished: a, b, c." (R10.2-22), naming the first few."""
+def unfinished_sentence(unfinished: Sequence[str], titles: Mapping[str, str] | None = None) -> str:
+    """ "3 WorkItems are not finished: “Gather the sources…”, “Write it up”, c." (R10.2-22),
+    naming the first few by their goal (``titles``: id -> goal) and by id when none is known."""
     count = len(unfinished)
-    named = ", ".join(unfinished[:NAMED_UNFINISHED])
+    titles = titles or {}
+    named = ", ".join(
+        short_title(titles[item]) if titles.get(item) else item
+        for item in unfinished[:NAMED_UNFINISHED]
+    )
     more = f" and {count - NAMED_UNFINISHED} more" if count > NAMED_UNFINISHED else ""
     noun = "WorkItem is" if count == 1 else "WorkItems are"
     return f"{count} {noun} not finished: {named}{more}."
+
+
+def item_titles(group_id: str, work_items: Iterable[str]) -> dict[str, str]:
+    """``id -> goal`` of the first ``NAMED_UNFINISHED`` of ``work_items`` (what
+    ``unfinished_sentence`` names), one query."""
+    wanted = list(work_items)[:NAMED_UNFINISHED]
+    rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=wanted)
+    return dict(rows.values_list("work_item_id", "title"))
 
 
 def mission_actions(
@@ -306,6 +320,7 @@ def mission_actions(
     unfinished: Sequence[str],
     viewer: Viewer,
     membership: MembershipState | None,
+    titles: Mapping[str, str] | None = None,
 ) -> Actions:
     """The forms the page offers, and the sentences that replace the ones it does not.
 
@@ -322,7 +337,7 @@ def mission_actions(
         approve_note = who_may("mission.approve", "approve", membership)
     elif unfinished:
         approve_note = (
-            f"{unfinished_sentence(unfinished)} The mission can be approved once every "
+            f"{unfinished_sentence(unfinished, titles)} The mission can be approved once every "
             "WorkItem has ended."
         )
     else:
@@ -592,7 +607,9 @@ def mission_page(
         children=children,
         timeline=mission_timeline(mission, items, ending),
         ending=ending,
-        actions=mission_actions(mission, unfinished, viewer, membership),
+        actions=mission_actions(
+            mission, unfinished, viewer, membership, {item.id: item.goal for item in items}
+        ),
     )
     shown = min(max(progress_page, 1), page.progress_pages)
     start = (shown - 1) * PROGRESS_SHOWN

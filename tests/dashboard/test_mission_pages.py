@@ -19,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.dashboard import mission_reviews, mission_waiting, missions
 from apps.registry import services
+from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import element, not_sent, text
@@ -355,12 +356,16 @@ def test_a_mission_owner_is_offered_the_final_approval_and_told_what_is_unfinish
     read, not the primary "Review and approve" of a mission that cannot be approved yet;
     cancel is offered."""
     world = scene.dash.world
-    items = [wf.authorize(world, scene.mission) for _ in range(3)]
+    goals = ("Collect the figures", "Check the figures", "Write the report")
+    for goal in goals:
+        wf.authorize(world, scene.mission, contract=example_contract(goal=goal))
     html = page(logged_in(world.olga), scene.url())
     assert field(html, "final-approval-link") == "Read the final review"
     assert "button" not in element(html, "data-field", "final-approval-link").split(">")[0]
+    # named by what they are, not by id (people know WorkItems by their goals)
     assert field(html, "approve-note") == (
-        f"3 WorkItems are not finished: {', '.join(items)}. The mission can be approved once "
+        "3 WorkItems are not finished: \u201cCollect the figures\u201d, \u201cCheck the "
+        "figures\u201d, \u201cWrite the report\u201d. The mission can be approved once "
         "every WorkItem has ended."
     )
     form = element(html, "data-form-key", f"mission-cancel:{scene.mission}")
@@ -574,9 +579,10 @@ def test_final_approval_says_which_work_items_are_unfinished(scene: Scene) -> No
     waiting = wf.queued(world, scene.mission)
     html = page(logged_in(world.olga), scene.url("final-approval/"))
     assert 'data-form-key="mission-approve' not in html
+    goal = example_contract()["goal"]
     assert field(html, "refusal") == (
-        f"1 WorkItem is not finished: {waiting}. The mission can be approved once every "
-        "WorkItem has ended."
+        f"1 WorkItem is not finished: \u201c{goal}\u201d. The mission can be approved once "
+        "every WorkItem has ended."
     )
     block = element(html, "data-work-item", waiting)
     assert "not finished" in text(block)
@@ -764,3 +770,17 @@ def test_the_mission_and_final_approval_pages_have_no_protocol_words_outside_det
         for path in (scene.url(), scene.url("final-approval/")):
             found = JARGON.findall(outside_details(page(client, path)))
             assert not found, (persona.username, path, found)
+
+
+def test_unfinished_work_items_are_named_by_goal_and_by_id_when_none_is_known() -> None:
+    """R10.2-22 in words: the first five unfinished WorkItems are named, each by its goal (cut
+    to a title) or, with no goal known, by its id; the rest are counted."""
+    ids = [f"wi-{n}" for n in range(7)]
+    titles = {"wi-0": "Collect the figures", "wi-1": "x" * 80, "wi-2": ""}
+    sentence = missions.unfinished_sentence(ids, titles)
+    cut = "x" * 59 + "\u2026"  # 60 characters with the ellipsis
+    assert sentence == (
+        f"7 WorkItems are not finished: \u201cCollect the figures\u201d, \u201c{cut}\u201d, "
+        "wi-2, wi-3, wi-4 and 2 more."
+    )
+    assert missions.unfinished_sentence(["wi-9"]) == "1 WorkItem is not finished: wi-9."

@@ -9,11 +9,14 @@ each replacement (two queries at most), and never decides again what holds the a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from apps.work.models import Mission, WorkItem
 from missionweave.protocol.missions.changes import open_change_requests
+
+from .item_names import item_names
 
 
 @dataclass(frozen=True)
@@ -112,17 +115,21 @@ def _items(mission: Mission, ids: set[str]) -> dict[str, Any]:
 
 def holding_sentence(requests: list[OpenRequest]) -> str:
     """Why the mission cannot be approved while ``requests`` are open ("" with none)."""
-    return changes_sentence([item.id for request in requests for item in request.waiting])
+    waiting = [item for request in requests for item in request.waiting]
+    # an item whose goal is not known carries its id as its goal (``asked``): named by id
+    titles = {item.id: item.goal for item in waiting if item.goal != item.id}
+    return changes_sentence([item.id for item in waiting], titles)
 
 
-def changes_sentence(waiting: list[str]) -> str:
-    """ "Changes were asked of a, b: …" — the refusal ``details.changes_requested`` of
-    ``mission.approve`` (R13.2-03), in words ("" for none)."""
+def changes_sentence(waiting: list[str], titles: Mapping[str, str] | None = None) -> str:
+    """ "Changes were asked of “Gather the sources”, b: …" — the refusal
+    ``details.changes_requested`` of ``mission.approve`` (R13.2-03), in words ("" for none),
+    the items named by their goals (``titles``: id -> goal)."""
     waiting = list(dict.fromkeys(waiting))
     if not waiting:
         return ""
     done = "it and the replacement has" if len(waiting) == 1 else "them and the replacements have"
     return (
-        f"Changes were asked of {', '.join(waiting)}: the mission can be approved once the "
-        f"coordinator has replaced {done} finished."
+        f"Changes were asked of {item_names(waiting, titles)}: the mission can be approved once "
+        f"the coordinator has replaced {done} finished."
     )

@@ -25,11 +25,11 @@ from missionweave.protocol.memberships import Membership as MembershipState
 
 from .artifact_facts import ArtifactFacts, artifact_facts
 from .change_requests import changes_sentence
+from .item_names import titles_of
 from .json_once import paths_once
 from .missions import (
     Ending,
     _as_tuple,
-    item_titles,
     latest_sequence,
     mission_ending,
     state_counts,
@@ -263,10 +263,11 @@ def refusal_sentence(
     unfinished = (refusal.details or {}).get("unfinished")
     asked = (refusal.details or {}).get("changes_requested")
     if refusal.code == ErrorCode.ILLEGAL_TRANSITION and asked:  # issue 36 §5
-        return changes_sentence([str(item) for item in asked])
+        named = [str(item) for item in asked]
+        return changes_sentence(named, titles_of(group_id, named) if group_id else {})
     if refusal.code == ErrorCode.ILLEGAL_TRANSITION and unfinished:
         named = [str(item) for item in unfinished]
-        titles = item_titles(group_id, named) if group_id else {}
+        titles = titles_of(group_id, named) if group_id else {}
         return (
             f"{unfinished_sentence(named, titles)} The mission can be "
             "approved once every WorkItem has ended."
@@ -293,7 +294,7 @@ def _approval_refusal(
         return who_may("mission.approve", "approve", membership)
     unfinished = [item for item in mission.work_items if states.get(item) in S.UNFINISHED]
     if unfinished:
-        named = unfinished_sentence(unfinished, item_titles(group_id, unfinished))
+        named = unfinished_sentence(unfinished, titles_of(group_id, unfinished))
         return f"{named} The mission can be approved once every WorkItem has ended."
     body = {"mission": mission.mission_id, "comment": ""}
     refusal = preview.refusal(caller, group_id, "mission.approve", body)

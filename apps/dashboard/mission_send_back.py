@@ -39,6 +39,7 @@ from .access import access_membership
 from .action_forms import may, who_can
 from .actions import new_command_id
 from .decision_forms import form_problem, membership_or_none, not_a_member, typed_from
+from .item_names import item_names
 from .refusal_words import plain_refusal
 
 APPROVE = "mission.approve"
@@ -204,6 +205,7 @@ def _send(
     chosen: list[WorkItem],
 ) -> HttpResponse:
     caller = Caller.for_user(request.user)
+    titles = {item.work_item_id: item.title for item in chosen}
     base = form.cleaned_data.get("command_id") or new_command_id()
     asked, sent_back = [], []
     commands = _commands(mission, chosen, form.cleaned_data["note"], caller.principal)
@@ -219,7 +221,7 @@ def _send(
         except ProtocolError as error:
             done = len(asked) + len(sent_back)
             said = f"{done} of {len(chosen)} were sent before this. " if done else ""
-            words = f"Nothing was sent for {', '.join(ids)}: {plain_refusal(error)} {said}"
+            words = f"Nothing was sent for {item_names(ids, titles)}: {plain_refusal(error)} {said}"
             if error.code == ErrorCode.FORBIDDEN:
                 words = who_can(type_, "do this", membership.roles)
             return _page(
@@ -233,20 +235,23 @@ def _send(
                 status=error.status,
             )
         (asked if type_ == REQUEST_CHANGES else sent_back).extend(ids)
-    messages.success(request, _confirmation(asked, sent_back))
+    messages.success(request, _confirmation(asked, sent_back, titles))
     target = [membership.group_id, mission.mission_id]
     return HttpResponseRedirect(reverse("dashboard:mission-final-approval", args=target))
 
 
-def _confirmation(asked: list[str], sent_back: list[str]) -> str:
+def _confirmation(asked: list[str], sent_back: list[str], titles: dict[str, str]) -> str:
     parts = []
     if asked:
         parts.append(
-            f"Changes asked of {', '.join(asked)}: the coordinator replaces "
+            f"Changes asked of {item_names(asked, titles)}: the coordinator replaces "
             f"{'it' if len(asked) == 1 else 'them'} with new work, and the approval waits for it"
         )
     if sent_back:
-        parts.append(f"Sent back {', '.join(sent_back)}: the coordinator offers it again")
+        again = "it" if len(sent_back) == 1 else "them"
+        parts.append(
+            f"Sent back {item_names(sent_back, titles)}: the coordinator offers {again} again"
+        )
     return "The mission is not approved. " + "; ".join(parts) + "."
 
 

@@ -38,8 +38,8 @@ from missionweave.protocol.work.schedule import DISCLOSE
 from .charts import BudgetChart, budget_charts
 from .child_missions import child_goals
 from .event_lookup import words_at
-from .event_words import short_title
 from .graph import GraphLayout, GraphNode, layout
+from .item_names import item_names
 from .json_once import paths_once
 from .role_words import who_can
 from .timeline import event_family
@@ -50,8 +50,6 @@ TIMELINE_SHOWN = 30
 #: progress rows the page lists at a time, paged (``?progress=N``): the page renders a
 #: bounded number of rows however large the mission (issue 37)
 PROGRESS_SHOWN = 25
-#: unfinished WorkItems named in a sentence before "and N more"
-NAMED_UNFINISHED = 5
 #: the events a mission ends with (R10.2-16..18)
 ENDINGS = ("mission.approved", "mission.failed", "mission.cancelled")
 #: how far around its WorkItems' latest events the page looks for a mission's ending: the
@@ -294,25 +292,10 @@ def who_may(command: str, verb: str, membership: MembershipState | None) -> str:
 
 
 def unfinished_sentence(unfinished: Sequence[str], titles: Mapping[str, str] | None = None) -> str:
-    """ "3 WorkItems are not finished: “Gather the sources…”, “Write it up”, c." (R10.2-22),
-    naming the first few by their goal (``titles``: id -> goal) and by id when none is known."""
-    count = len(unfinished)
-    titles = titles or {}
-    named = ", ".join(
-        short_title(titles[item]) if titles.get(item) else item
-        for item in unfinished[:NAMED_UNFINISHED]
-    )
-    more = f" and {count - NAMED_UNFINISHED} more" if count > NAMED_UNFINISHED else ""
-    noun = "WorkItem is" if count == 1 else "WorkItems are"
-    return f"{count} {noun} not finished: {named}{more}."
-
-
-def item_titles(group_id: str, work_items: Iterable[str]) -> dict[str, str]:
-    """``id -> goal`` of the first ``NAMED_UNFINISHED`` of ``work_items`` (what
-    ``unfinished_sentence`` names), one query."""
-    wanted = list(work_items)[:NAMED_UNFINISHED]
-    rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=wanted)
-    return dict(rows.values_list("work_item_id", "title"))
+    """ "3 WorkItems are not finished: “Gather the sources”, “Write it up”, wi-3." (R10.2-22),
+    naming the first few by their goals (``titles``: id -> goal)."""
+    noun = "WorkItem is" if len(unfinished) == 1 else "WorkItems are"
+    return f"{len(unfinished)} {noun} not finished: {item_names(unfinished, titles)}."
 
 
 def mission_actions(

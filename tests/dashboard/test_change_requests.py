@@ -59,16 +59,18 @@ def test_the_page_sends_one_request_and_both_pages_say_what_holds_the_approval(
     assert shown.count("Summarise the incident reports of November") == 2  # each item's goal
     assert "final-approve-form" not in final
     refusal = text(element(final, "data-field", "refusal"))
+    # both share their goal, so each is told apart by its id
+    goal = "\u201cSummarise the incident reports of November\u201d"
     assert refusal == (
-        f"Changes were asked of {first}, {second}: the mission can be approved once the "
-        "coordinator has replaced them and the replacements have finished."
+        f"Changes were asked of {goal} ({first}), {goal} ({second}): the mission can be "
+        "approved once the coordinator has replaced them and the replacements have finished."
     )
 
     page = olga.get(f"/groups/{group}/missions/{mission}/").content.decode()
     assert "Changes asked by olga on" in text(element(page, "id", "change-requests"))
     assert "Review and approve the mission" not in page
     assert text(element(page, "data-field", "approve-note")).startswith(
-        f"Changes were asked of {first}, {second}"
+        f"Changes were asked of {goal} ({first}), {goal} ({second})"
     )
 
 

@@ -17,6 +17,7 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
+from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
 from tests.dashboard.workflows import verified_item
 from tests.e2e.screens import check_screen
@@ -150,7 +151,7 @@ def test_at_the_final_approval_a_mission_owner_asks_for_changes_instead_of_appro
     """Issue 36 §5 (R13.2-03 step 5, R10.2-19): an accepted result is not reopened; olga's
     note goes in one ``mission.request_changes``, the mission stays unapproved, and the final
     approval and the mission page show the request and offer no approval while it is open."""
-    mission, item = accepted
+    mission, _item = accepted
     server = live_asgi_server
     log_in(page, server, "olga")
     page.goto(f"{server.url}/groups/{world.group}/missions/{mission}/final-approval/")
@@ -161,14 +162,16 @@ def test_at_the_final_approval_a_mission_owner_asks_for_changes_instead_of_appro
     page.get_by_label("What must change").fill("Add the timeline of each incident")
     page.get_by_role("button", name="Ask for these changes").click()
     expect(page.locator("#flash")).to_contain_text("The mission is not approved.")
-    expect(page.locator("#flash")).to_contain_text(f"Changes asked of {item}")
+    # the item named as people know it, by its goal (the example contract's)
+    goal = f"\u201c{example_contract()['goal']}\u201d"
+    expect(page.locator("#flash")).to_contain_text(f"Changes asked of {goal}")
     asked = page.locator("#change-requests")
     expect(asked).to_contain_text("Changes asked by olga on")
     expect(asked).to_contain_text(
         "“Add the timeline of each incident” — waiting for the coordinator"
     )
-    expect(page.locator("[data-field=refusal]")).to_contain_text(f"Changes were asked of {item}")
-    expect(page.get_by_role("button", name=f"Approve mission {mission}")).to_have_count(0)
+    expect(page.locator("[data-field=refusal]")).to_contain_text(f"Changes were asked of {goal}")
+    expect(page.get_by_role("button", name="Approve this mission")).to_have_count(0)
     check_screen(page, "actions-12-changes-asked")
     page.goto(f"{server.url}/groups/{world.group}/missions/{mission}/")
     expect(page.locator("#change-requests")).to_contain_text("Add the timeline of each incident")

@@ -10,7 +10,9 @@
 // review page holds one note per criterion, so "0 of 10,000 characters" under every empty
 // field would be noise; from a fifth a person writing at length sees the limit well before
 // it matters (a screen reader still hears the limit: the hidden counter is the field's
-// description). From 90 % the counter is marked and read out politely (not every keystroke
+// description). A page's static limit note ([data-limit-note], "At most 10,000
+// characters.", there for a page without scripts) is hidden while the counter shows, so the
+// limit is said once. From 90 % the counter is marked and read out politely (not every keystroke
 // before that). Over the limit it says "10,250 characters; at most 10,000. Shorten it by 250
 // to send it." and the field is marked invalid.
 //
@@ -86,6 +88,19 @@ function toggleAttribute(element, name, value, on) {
   else if (!on && element.hasAttribute(name)) element.removeAttribute(name);
 }
 
+// The static notes of the field's limit ([data-limit-note] among what describes it): the
+// words the server writes for a page without scripts.
+function limitNotes(field) {
+  const ids = (field.getAttribute("aria-describedby") || "").split(/\s+/).filter(Boolean);
+  return ids
+    .map((id) => document.getElementById(id))
+    .filter(Boolean)
+    .flatMap((element) => [
+      ...(element.matches("[data-limit-note]") ? [element] : []),
+      ...element.querySelectorAll("[data-limit-note]"),
+    ]);
+}
+
 // Count one field: its counter made or found, its words, marks and validity brought up to date.
 export function countText(field) {
   const limit = limitOf(field);
@@ -98,6 +113,10 @@ export function countText(field) {
   if (counter.textContent !== words) counter.textContent = words;
   const hidden = !over && length < limit * LONG;
   if (counter.hidden !== hidden) counter.hidden = hidden;
+  // the page's own "At most 10,000 characters." steps aside while the counter says it
+  for (const note of limitNotes(field)) {
+    if (note.hidden === hidden) note.hidden = !hidden;
+  }
   counter.classList.toggle("text-limit--near", near && !over);
   counter.classList.toggle("text-limit--over", over);
   // polite and only near the limit: a screen reader is not told every keystroke

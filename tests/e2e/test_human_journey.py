@@ -276,7 +276,7 @@ def test_approve_execute_review_and_approve_a_mission_in_the_browser(
         check_screen(olga, "journey-09-final-approval")
         comment = olga.get_by_label("Comment (kept with the approval, optional)")
         comment.fill("Mission delivered as asked.")
-        olga.get_by_role("button", name=f"Approve mission {mission}").click()
+        olga.get_by_role("button", name="Approve this mission").click()
         expect(olga.locator("#flash")).to_contain_text(f"Approved mission {mission}")
         snap(olga, "journey-10-mission-approved")
 

@@ -230,12 +230,15 @@ def test_a_decision_field_counts_like_every_other_and_keeps_one_counter_across_l
     expect(page.locator("#connection-status")).to_have_attribute("data-state", "live")
     comment = page.get_by_label("Comment on approving (optional)")
     counter = page.locator("#approve-comment-counter")
+    note = page.locator("#approve-limit")  # the page's own "At most 10,000 characters."
     expect(counter).to_be_hidden()
     expect(counter).to_have_text("0 of 10,000 characters")
+    expect(note).to_be_visible()
     comment.fill("x" * 2_345)
     expect(counter).to_be_visible()
     expect(counter).to_have_text("2,345 of 10,000 characters")
     expect(counter).to_have_class("text-limit")
+    expect(note).to_be_hidden()  # the limit is said once
 
     before = page.evaluate(
         "() => document.getElementById('approval-body').dataset.refreshedAt || ''"
@@ -250,6 +253,7 @@ def test_a_decision_field_counts_like_every_other_and_keeps_one_counter_across_l
     one_counter_per_limited_field(page)
     expect(counter).to_have_text("2,345 of 10,000 characters")
     expect(comment).to_have_attribute("aria-describedby", "approve-limit approve-comment-counter")
+    expect(note).to_be_hidden()
 
     page.evaluate(
         """() => document.addEventListener("mw:over-limit",

@@ -114,6 +114,10 @@ def test_grant_change_and_revoke_each_append_their_event_by_the_staff_person(
     assert audit.index('data-type="membership.revoked"') < audit.index(
         'data-type="membership.changed"'
     )  # newest first
+    # each change's number opens it in the group's verified timeline
+    seq = revoked["sequence"]
+    entry = audit.split(f'data-sequence="{seq}"')[1].split("</li>")[0]
+    assert f'href="/groups/{group}/timeline/?before={seq + 1}#event-{seq}"' in entry
 
 
 def test_regranting_the_same_roles_appends_nothing_and_keeps_the_epoch(

@@ -145,7 +145,7 @@ def test_a_grant_shows_live_and_a_revocation_takes_everything_away_within_a_seco
 
     # Without a reload, her page offers the approval she may now give.
     expect(approve_form).to_be_visible(timeout=LIVE_TIMEOUT_MS)
-    expect(approve_form.get_by_role("button", name="Grant approval for rev 1")).to_be_visible()
+    expect(approve_form.get_by_role("button", name="Approve revision 1")).to_be_visible()
     expect(mission_actions).to_have_count(1, timeout=LIVE_TIMEOUT_MS)  # its row re-rendered
     assert member.evaluate("() => window.__sameDocument") is True
     expect(status).to_have_attribute("data-state", "live")

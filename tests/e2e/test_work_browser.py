@@ -82,7 +82,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     expect(comment).to_have_value("Checked the blast radius: read-only.")
     snap(page, "work-waiting-for-approval")
 
-    waiting.get_by_role("button", name="Grant approval for rev 1").click()
+    waiting.get_by_role("button", name="Approve revision 1").click()
     expect(page).to_have_url(f"{server.url}/groups/{world.group}/")
     expect(page.locator("#flash")).to_contain_text(
         f"Approved revision 1 of {work.gated}: 1 of 2 approvals."

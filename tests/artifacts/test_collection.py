@@ -113,6 +113,9 @@ def test_the_command_is_a_dry_run_unless_told_to_apply(
     call_command("collect_artifacts", "--older-than", str(DAY), stdout=out)
     assert f"would delete {digest}" in out.getvalue()
     assert "dry run, nothing deleted" in out.getvalue()
+    # counted in words: "1 unreferenced blob, 10 bytes", never "blob(s)"
+    assert "1 unreferenced blob, 10 bytes, older than" in out.getvalue()
+    assert "(s)" not in out.getvalue()
     assert local_storage.exists(digest)
 
     call_command("collect_artifacts", "--older-than", str(DAY), "--apply", stdout=out)

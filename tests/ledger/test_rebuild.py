@@ -66,7 +66,7 @@ def test_verify_reports_a_tampered_mission_and_a_plain_rebuild_repairs_it(world:
 
     out, _, failure = _refused("--verify")
 
-    assert "1 group(s) differ" in str(failure)
+    assert "1 group differs from its log" in str(failure)
     (line,) = out.splitlines()
     assert line.startswith(f"{world.group}: mission m-2: live ")
     assert "forged goal" in line

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from apps.artifacts.collection import collect
+from missionweave.wording import counted
 
 
 class Command(BaseCommand):
@@ -44,8 +45,9 @@ class Command(BaseCommand):
                 verb = "kept (in use)"
             self.stdout.write(f"{verb} {digest} ({size} bytes)")
         summary = (
-            f"{len(report.candidates)} unreferenced blob(s), {report.candidate_bytes} bytes, "
-            f"older than {report.cutoff.isoformat()}; {report.spools} stale spool(s)"
+            f"{counted(len(report.candidates), 'unreferenced blob')}, "
+            f"{counted(report.candidate_bytes, 'byte')}, older than {report.cutoff.isoformat()}; "
+            f"{counted(report.spools, 'stale spool')}"
         )
         if report.applied:
             summary += f"; deleted {len(report.deleted)}"

@@ -20,6 +20,7 @@ from apps.ledger.models import GroupLog
 from apps.ledger.projections import bulk_replace, load_all
 from apps.ledger.replay import differences, replay
 from apps.ledger.storage_check import storage_problems
+from missionweave.wording import counted
 
 PROGRESS_FROM = 1000  # events; shorter logs finish before a bar would be useful
 
@@ -41,7 +42,8 @@ class Command(BaseCommand):
         for group_id in groups:
             failures += self._one(group_id, verify=options["verify"])
         if failures:
-            raise CommandError(f"{failures} group(s) differ from their log")
+            differ = "differs from its" if failures == 1 else "differ from their"
+            raise CommandError(f"{counted(failures, 'group')} {differ} log")
 
     def _one(self, group_id: str, *, verify: bool) -> int:
         # Inside a caller's transaction (a task, a test) the isolation level is already

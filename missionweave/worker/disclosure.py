@@ -19,6 +19,14 @@ above re-disclosed it every fifteen seconds (on the demo, four events a minute p
 item, filling the mission's latest events). When the waits measured from each estimate's own
 computation time are unchanged, the schedule is disclosed again only once the last disclosure
 is ``refresh_s`` old, so a shown window is never stale for longer than that.
+
+Nor is an estimate that flaps between two values. A worker whose slots fill and free every few
+seconds estimates a queued item "now" while a slot is free and "when the next slot frees"
+while none is: the two differ by more than the threshold, and the demo's waiting item
+disclosed four times in fifteen seconds, alternating. An estimate back within the threshold
+of the one disclosed *before* the last (the same waits, confidence and gate) is a flap: it is
+held like a slide, until ``refresh_s``. A change that truly returns to an earlier estimate is
+then late by at most ``refresh_s``, the same bound as a slide.
 """
 
 from __future__ import annotations
@@ -42,6 +50,17 @@ class Disclosed:
     ownership_epoch: int
     estimate: StartEstimate
     body: dict[str, Any]
+    #: the estimate disclosed before ``estimate`` in the same ownership, if any: a new one
+    #: back within the threshold of it is a flap, not news
+    earlier: StartEstimate | None = None
+
+    def after(
+        self, ownership_epoch: int, estimate: StartEstimate, body: dict[str, Any]
+    ) -> Disclosed:
+        """The disclosure of ``estimate`` that follows this one (``earlier`` kept only in the
+        same ownership)."""
+        same = ownership_epoch == self.ownership_epoch
+        return Disclosed(ownership_epoch, estimate, body, self.estimate if same else None)
 
 
 def material(
@@ -72,8 +91,22 @@ def material(
     )
     if moved < threshold:
         return False
-    slid = max(abs(a - b) for a, b in zip(_waits(before), _waits(estimate), strict=True))
-    return slid >= threshold or (now - before.computed_at).total_seconds() >= refresh_s
+    stale = (now - before.computed_at).total_seconds() >= refresh_s
+    if _slid(before, estimate) < threshold:
+        return stale
+    earlier = last.earlier
+    flapped_back = (
+        earlier is not None
+        and earlier.gated == estimate.gated
+        and abs(earlier.confidence - estimate.confidence) < confidence_shift
+        and _slid(earlier, estimate) < threshold
+    )
+    return stale or not flapped_back
+
+
+def _slid(before: StartEstimate, estimate: StartEstimate) -> float:
+    """How far the waits (each from its own estimate's computation time) moved, in seconds."""
+    return max(abs(a - b) for a, b in zip(_waits(before), _waits(estimate), strict=True))
 
 
 def _waits(estimate: StartEstimate) -> tuple[float, float]:

@@ -698,4 +698,6 @@ class Worker:
                 return
             except ApiError as error:
                 log.info("schedule of %s not disclosed: %s", item.work_item, error)
-            self._disclosed[key] = Disclosed(epoch, estimate, body)
+            self._disclosed[key] = (
+                last.after(epoch, estimate, body) if last else Disclosed(epoch, estimate, body)
+            )

@@ -311,3 +311,26 @@ def test_what_a_handler_charges_is_sent_as_usage_under_its_lease_before_the_subm
         used = w.authority.item(ALPHA, "wi-charged")["budgets"]["used"]
         assert (used["tokens"], used["tool_calls"]) == (2000, 2)
         assert started.body["work_item"] == "wi-charged"
+
+
+def test_an_estimate_flapping_between_two_values_is_disclosed_twice_then_every_ten_minutes() -> (
+    None
+):
+    """R11.2-01: a worker whose slots fill and free every few seconds estimates a queued item
+    "now" (a slot free) and "when a slot frees" in turn; the demo's waiting item disclosed four
+    times in fifteen seconds. Both values are disclosed once; a return to the one disclosed
+    before the last is held until ten minutes have passed, and a third value is news."""
+    free, busy = 60, 111  # the waits the demo alternated between
+    disclosed = Disclosed(1, _computed(0, free), {})
+    at = lambda s: T0 + timedelta(seconds=s)  # noqa: E731
+    assert material(disclosed, _computed(5, busy), ownership_epoch=1, now=at(5))
+    disclosed = disclosed.after(1, _computed(5, busy), {})
+    sent = 0
+    for step in range(2, 119):  # every five seconds to just under ten minutes
+        wait = free if step % 2 == 0 else busy
+        sent += material(disclosed, _computed(step * 5, wait), ownership_epoch=1, now=at(step * 5))
+    assert sent == 0
+    assert material(disclosed, _computed(605, free), ownership_epoch=1, now=at(605))
+    assert material(disclosed, _computed(20, 400), ownership_epoch=1, now=at(20))  # a new value
+    # a new ownership forgets the earlier estimate: its first disclosure is always sent
+    assert disclosed.after(2, _computed(30, free), {}).earlier is None

@@ -344,7 +344,7 @@ def work_blocked(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft
         subject_type="work_item",
         subject_id=item.id,
         title=f"{name(event['actor'])} is blocked on “{_item_title(item)}”",
-        body=f"It needs: {resolution}" if resolution else "",
+        body=f"It needs: “{resolution}”" if resolution else "",  # its own words, quoted
         link=item_link(facts.group, item.id),
     )
 

@@ -45,7 +45,7 @@ def test_blocked_work_tells_the_mission_owners() -> None:
     produce_all(world.group)
     assert told(Kind.WORK_BLOCKED, item) == [("olga", f"/groups/{world.group}/work-items/{item}/")]
     blocked = Notification.objects.get(kind=Kind.WORK_BLOCKED)
-    assert blocked.body == "It needs: access to the archive"
+    assert blocked.body == "It needs: “access to the archive”"  # the agent's words, quoted
 
 
 def test_a_submission_waits_for_the_reviewers_and_a_sent_back_one_tells_the_owners() -> None:

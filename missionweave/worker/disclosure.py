@@ -7,7 +7,8 @@ id, epoch and times, one confidence, one capacity value — nothing of another g
 in it (R11.2-02), whatever this module decides.
 
 Material, here: the latest start or the completion moved by at least ``shift_s`` or by
-``shift_fraction`` of the time until the previously disclosed latest start, or the confidence
+``shift_fraction`` of the time until the previously disclosed latest start (and the waits
+themselves changed, below), or the confidence
 moved by ``confidence_shift``, or the item stopped (or started) waiting for its execution
 approval. A capacity state change alone is not material: it flips each time any slot frees or
 fills, and would make every queued item of every group re-disclose on each start; it is sent
@@ -17,8 +18,9 @@ An estimate that only slid with the clock is not news either: an item that waits
 person's approval is estimated to start a minute after *now*, whatever now is, and the rule
 above re-disclosed it every fifteen seconds (on the demo, four events a minute per waiting
 item, filling the mission's latest events). When the waits measured from each estimate's own
-computation time are unchanged, the schedule is disclosed again only once the last disclosure
-is ``refresh_s`` old, so a shown window is never stale for longer than that.
+computation time are the same (within ``shift_fraction`` of the longer wait, at most
+``shift_s``), the schedule is disclosed again only once the last disclosure is ``refresh_s``
+old, so a shown window is never stale for longer than that.
 
 Nor is an estimate that flaps between two values. A worker whose slots fill and free every few
 seconds estimates a queued item "now" while a slot is free and "when the next slot frees"
@@ -92,21 +94,29 @@ def material(
     if moved < threshold:
         return False
     stale = (now - before.computed_at).total_seconds() >= refresh_s
-    if _slid(before, estimate) < threshold:
+    if _same_waits(before, estimate, shift_s, shift_fraction):
         return stale
     earlier = last.earlier
     flapped_back = (
         earlier is not None
         and earlier.gated == estimate.gated
         and abs(earlier.confidence - estimate.confidence) < confidence_shift
-        and _slid(earlier, estimate) < threshold
+        and _same_waits(earlier, estimate, shift_s, shift_fraction)
     )
     return stale or not flapped_back
 
 
-def _slid(before: StartEstimate, estimate: StartEstimate) -> float:
-    """How far the waits (each from its own estimate's computation time) moved, in seconds."""
-    return max(abs(a - b) for a, b in zip(_waits(before), _waits(estimate), strict=True))
+def _same_waits(
+    before: StartEstimate, estimate: StartEstimate, shift_s: float, shift_fraction: float
+) -> bool:
+    """Whether the waits (each from its own estimate's computation time) are the same within
+    ``shift_fraction`` of the longer wait, at most ``shift_s``: a wait of two minutes that
+    comes out eight seconds longer is the same wait. (The moved threshold above shrinks with
+    the time left, which for a start always a minute or two ahead is a few seconds.)"""
+    waits = list(zip(_waits(before), _waits(estimate), strict=True))
+    longest = max(max(pair) for pair in waits)
+    tolerance = max(min(shift_s, shift_fraction * longest), 1.0)
+    return all(abs(a - b) < tolerance for a, b in waits)
 
 
 def _waits(estimate: StartEstimate) -> tuple[float, float]:

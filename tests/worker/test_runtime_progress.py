@@ -334,3 +334,13 @@ def test_an_estimate_flapping_between_two_values_is_disclosed_twice_then_every_t
     assert material(disclosed, _computed(20, 400), ownership_epoch=1, now=at(20))  # a new value
     # a new ownership forgets the earlier estimate: its first disclosure is always sent
     assert disclosed.after(2, _computed(30, free), {}).earlier is None
+
+
+def test_a_wait_that_jitters_by_seconds_close_to_its_start_is_the_same_wait() -> None:
+    """R11.2-01, seen on the demo: a busy worker's "when a slot frees" came out 111 s, then
+    119 s; close to the disclosed start the moved threshold is a quarter of a few seconds left,
+    and the jitter was disclosed. The same wait within a quarter of it is not news."""
+    last = Disclosed(1, _computed(0, 111), {})
+    now = T0 + timedelta(seconds=92)  # 19 s before the disclosed latest start
+    assert not material(last, _computed(92, 119), ownership_epoch=1, now=now)
+    assert material(last, _computed(92, 200), ownership_epoch=1, now=now)  # a real change

@@ -12,6 +12,7 @@ from typing import Any
 
 from apps.ledger.models import GroupLog
 from apps.registry.models import Group, Membership
+from apps.work.models import Mission
 
 PAGE_SIZE = 50
 _DIGITS = re.compile(r"[0-9]{1,18}")
@@ -89,3 +90,10 @@ def timeline_head(group_id: str) -> int:
     """The group's head sequence: a live page subscribes after it."""
     head = GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True)
     return head.first() or 0
+
+
+def mission_goal(group_id: str, mission_id: str) -> str | None:
+    """The goal of ``mission_id`` (``None`` when the group has no such mission): what a page's
+    breadcrumb names a mission by, since people know missions by their goals."""
+    rows = Mission.objects.filter(group_id=group_id, mission_id=mission_id)
+    return rows.values_list("goal", flat=True).first()

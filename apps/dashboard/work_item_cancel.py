@@ -25,6 +25,7 @@ from missionweave.protocol import states
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.identifiers import ID_PATTERN
 
+from . import selectors
 from .access import access_membership
 from .action_forms import may, who_can
 from .actions import new_command_id, submit_form_command
@@ -85,6 +86,7 @@ def _page(
         "group": membership.group,
         "item": item,
         "goal": item.title or item.work_item_id,
+        "mission_goal": selectors.mission_goal(membership.group_id, item.mission),
         "form": form,
         "cancellable": cancellable(item.state),
         "allowed": may(request, membership.group_id, CANCEL),

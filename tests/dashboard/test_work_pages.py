@@ -489,3 +489,24 @@ def test_the_form_only_returns_to_pages_of_this_site(owners: Owners) -> None:
     )
     assert response.status_code == 302
     assert response["Location"] == f"/groups/{owners.group}/work-items/{item}/approval/"
+
+
+def test_pages_below_a_mission_name_it_by_its_goal_in_their_breadcrumbs(owners: Owners) -> None:
+    """People know a mission by its goal: the WorkItem page, its approval and cancel pages
+    and the mission's final approval and graph name it so in the breadcrumb (the id is in
+    the link), never by its id alone."""
+    world = owners.dash.world
+    m = wf.mission(world, goal="Compare the pricing of our three competitors")
+    item = wf.queued(world, m, contract=wf.gated_contract(1))
+    client = logged_in(owners.petra)
+    base = f"/groups/{owners.group}"
+    for path in (
+        f"{base}/work-items/{item}/",
+        f"{base}/work-items/{item}/approval/",
+        f"{base}/work-items/{item}/cancel/",
+        f"{base}/missions/{m}/final-approval/",
+        f"{base}/missions/{m}/graph/",
+    ):
+        crumbs = element(page(client, path), "class", "crumbs")
+        link = f'<a href="{base}/missions/{m}/">Compare the pricing of our three competitors</a>'
+        assert link in crumbs, path

@@ -29,6 +29,18 @@ disclosed four times in fifteen seconds, alternating. An estimate back within th
 of the one disclosed *before* the last (the same waits, confidence and gate) is a flap: it is
 held like a slide, until ``refresh_s``. A change that truly returns to an earlier estimate is
 then late by at most ``refresh_s``, the same bound as a slide.
+
+Two more rules came from watching the demo, whose jobs last a minute: an item's estimate
+swung by minutes as the jobs ahead of it ran, and a queued item disclosed five times in
+forty-five seconds.
+
+- An item waiting for its execution approval starts after a person approves it, whatever the
+  worker's slots do: its estimate is conditional, and only the gate opening (or a new
+  ownership) is news; it is refreshed every ``refresh_s``.
+- A time or confidence change is disclosed at most once per ``settle_s`` (a minute) per item:
+  within it the change is held, and once it has passed the estimate of that moment is
+  compared with the last one disclosed and sent if it still differs. The gate and a new
+  ownership are never held.
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ SHIFT_S = 60.0
 SHIFT_FRACTION = 0.25
 CONFIDENCE_SHIFT = 0.2
 REFRESH_S = 600.0
+SETTLE_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +88,7 @@ def material(
     shift_fraction: float = SHIFT_FRACTION,
     confidence_shift: float = CONFIDENCE_SHIFT,
     refresh_s: float = REFRESH_S,
+    settle_s: float = SETTLE_S,
 ) -> bool:
     """Whether ``estimate`` must be disclosed: a first disclosure (acceptance, or a new
     ownership epoch) always is."""
@@ -83,6 +97,11 @@ def material(
     before = last.estimate
     if estimate.gated != before.gated:
         return True
+    age = (now - before.computed_at).total_seconds()
+    if estimate.gated or age < settle_s:
+        # waiting for a person, any start is "after the approval"; otherwise a change
+        # waits out ``settle_s`` and goes with the estimate of that moment
+        return age >= refresh_s
     if abs(estimate.confidence - before.confidence) >= confidence_shift:
         return True
     horizon = max(0.0, (before.start_latest - now).total_seconds())
@@ -93,7 +112,7 @@ def material(
     )
     if moved < threshold:
         return False
-    stale = (now - before.computed_at).total_seconds() >= refresh_s
+    stale = age >= refresh_s
     if _same_waits(before, estimate, shift_s, shift_fraction):
         return stale
     earlier = last.earlier

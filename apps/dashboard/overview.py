@@ -36,6 +36,7 @@ from missionweave.protocol import states as S
 from missionweave.protocol.work.items import LEASE_EXPIRED, START_DEADLINE_MISSED
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
+from .event_words import short_title
 from .work_item_cards import budget_lines
 
 #: rows each attention list shows (the rest: a link to the filtered WorkItem list)
@@ -262,7 +263,7 @@ def _blocked(group_id: str, total: int) -> Attention:
                 key=f"blocked-{row['work_item_id']}",
                 title=_title(row),
                 reason=(
-                    f"Blocked: its worker needs “{resolution[:160]}”."
+                    f"Blocked: its worker needs {_quoted_need(resolution)}"
                     if resolution
                     else "Blocked: its worker cannot go on without help."
                 ),
@@ -476,3 +477,10 @@ def group_overview(group_id: str, *, now: datetime | None = None) -> Overview:
         _refused(group_id),
     )
     return Overview(counts=counts, attention=attention)
+
+
+def _quoted_need(resolution: str) -> str:
+    """The worker's own words, quoted and cut to 160 characters, ending the sentence: no
+    second full stop after a quote that ends in one ("“Which month exactly?”")."""
+    said = short_title(resolution, 160)
+    return said if said[-2] in ".?!…" else f"{said}."

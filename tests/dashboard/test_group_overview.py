@@ -116,7 +116,8 @@ def test_failed_and_blocked_workitems_need_attention_with_their_reason_and_link(
     assert "It failed: open it to see why, then retry or cancel it." in text(row)
     assert f'href="/groups/{world.group}/work-items/{failed}/"' in row
     row = element(html, "id", f"attention-blocked-{blocked}")
-    assert "Blocked: its worker needs “Which month exactly?”." in text(row)
+    assert "Blocked: its worker needs “Which month exactly?”" in text(row)
+    assert "?”." not in text(row)  # the question ends the sentence: no second full stop
     assert f'href="/groups/{world.group}/work-items/{blocked}/"' in row
     assert "Open the WorkItem" in text(row)
 

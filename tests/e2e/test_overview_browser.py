@@ -62,7 +62,7 @@ def test_the_overview_counts_and_attention_move_live(
     in_plain_thread(wf.block, world, story.item, lease, "Which month exactly?")
     expect(count(page, "work-counts", "blocked")).to_have_text("1", timeout=LIVE_TIMEOUT_MS)
     row = page.locator(f"#attention-blocked-{story.item}")
-    expect(row).to_contain_text("Blocked: its worker needs “Which month exactly?”.")
+    expect(row).to_contain_text("Blocked: its worker needs “Which month exactly?”")
     expect(page.locator('[data-field="attention-total"]')).to_have_text("1")
     assert page.evaluate("() => window.__sameDocument") is True
     check_screen(page, "overview")

@@ -2,7 +2,8 @@
 // {% local_time %}: <time datetime="…Z" title="… UTC" data-local-time="datetime">… UTC</time>.
 // This module rewrites the text into the browser's local time and keeps the UTC time on hover
 // (the title), so scripts off still read a correct, if UTC, time. Sections spliced in by a
-// live update are rewritten as they arrive (a MutationObserver), so no page has to ask.
+// live update are rewritten as they arrive (a MutationObserver), so no page has to ask; so
+// is a <time> a live update morphs in place to another moment (its datetime changes).
 
 const FORMATS = {
   datetime: { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" },
@@ -40,11 +41,19 @@ function watch() {
   localize();
   new MutationObserver((records) => {
     for (const record of records) {
+      // a <time> morphed in place to another moment (morph.js rewrites its datetime and
+      // its text, the server's UTC words) is written again, like one that arrived new
+      if (record.type === "attributes") localize(record.target);
       for (const node of record.addedNodes) {
         if (node.nodeType === Node.ELEMENT_NODE) localize(node);
       }
     }
-  }).observe(document.body, { childList: true, subtree: true });
+  }).observe(document.body, {
+    childList: true,
+    subtree: true,
+    attributes: true,
+    attributeFilter: ["datetime"],
+  });
 }
 
 if (document.readyState === "loading") {

@@ -151,6 +151,34 @@ def one_counter_per_limited_field(page: Page) -> None:
     assert page.locator(".text-limit").count() == len(fields)
 
 
+#: morph.js brings a section holding a localised <time> to a fresh copy whose time is
+#: another moment, as a live update does; answers the time's words once local-time.js is done
+MORPH_A_TIME = """async () => {
+  const src = [...document.scripts].map((s) => s.src).find((s) => s.includes("/dashboard/"));
+  const { morph } = await import(new URL("morph.js", src));
+  const section = (moment, words) => {
+    const element = document.createElement("section");
+    element.id = "morph-a-time";
+    element.innerHTML = `<p>Last seen <time datetime="${moment}" title="${words}"
+      data-local-time="datetime">${words}</time></p>`;
+    return element;
+  };
+  const current = section("2026-01-01T00:00:00Z", "2026-01-01 00:00 UTC");
+  document.body.append(current);
+  const time = current.querySelector("time");
+  const settled = (moment) => new Promise((resolve) => {
+    const until = Date.now() + 3000; // then the caller's assertions say what is there
+    const check = () =>
+      time.dataset.localized === moment || Date.now() > until ? resolve() : setTimeout(check, 20);
+    check();
+  });
+  await settled("2026-01-01T00:00:00Z");
+  morph(current, section("2026-06-01T12:00:00Z", "2026-06-01 12:00 UTC"));
+  await settled("2026-06-01T12:00:00Z");
+  return { text: time.textContent, localized: time.dataset.localized };
+}"""
+
+
 def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_limit(
     waiting: Waiting, live_asgi_server: LiveServer, browser: Browser
 ) -> None:
@@ -174,6 +202,11 @@ def test_times_are_the_viewers_own_with_utc_on_hover_and_long_text_shows_its_lim
         shown = deadline.text_content() or ""
         assert "UTC" not in shown
         assert shown != utc
+        # a live update that morphs a <time> in place to another moment (an agent card's
+        # last progress) used to leave the server's UTC words in it
+        moved = page.evaluate(MORPH_A_TIME)
+        assert "UTC" not in moved["text"], moved
+        assert moved["localized"] == "2026-06-01T12:00:00Z"
         comment = page.get_by_label(f"Comment on approving {waiting.items[0]}")
         counter = page.locator(f"#{comment.get_attribute('id')}-counter")
         expect(comment).to_have_attribute("aria-describedby", re.compile(r"-counter$"))

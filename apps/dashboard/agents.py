@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F
+from django.db.models import Count, F, Max
 from django.utils import timezone
 
 from apps.ledger.models import Event
@@ -33,10 +33,14 @@ from missionweave.protocol import states as S
 
 from .inbox_entries import relative_text
 from .presence import presence_words
+from .selectors import timeline_head
 from .work_item_cards import Countdown
 
 #: the group's newest progress reports and failures read for the cards (a bounded window)
 RECENT_PROGRESS = 200
+#: the group's newest events looked through for each agent's latest command (a bounded
+#: window of the log: a range of its (group, sequence) key, whatever the log's length)
+RECENT_ACTIVITY = 2_000
 RECENT_FAILURES = 100
 #: failures shown on one card
 FAILURES_SHOWN = 5
@@ -158,6 +162,9 @@ class AgentCardView:
     counts: dict[str, int] = field(default_factory=dict)
     progress: Progress | None = None
     failures: list[Failure] = field(default_factory=list)
+    #: when its newest event among the group's recent ones was recorded: a coordinator or a
+    #: reviewer sends no Presence, and its commands are its signs of life
+    acted_at: datetime | None = None
 
     @property
     def agent_id(self) -> str:
@@ -166,13 +173,14 @@ class AgentCardView:
     @property
     def last_seen(self) -> datetime | None:
         """The newest sign of life the card knows of: a session opened, a Presence report, a
-        progress report (all already read: no query of its own)."""
+        progress report, a command it sent here (all already read: no query of its own)."""
         seen = [
             moment
             for moment in (
                 self.session.opened_at if self.session else None,
                 self.presence_at,
                 self.progress.recorded_at if self.progress else None,
+                self.acted_at,
             )
             if moment is not None
         ]
@@ -223,7 +231,27 @@ def cards(group_id: str, *, only: str | None = None) -> list[AgentCardView]:
     _fill_leases(views, group_id)
     _fill_progress(views, group_id)
     _fill_failures(views, group_id)
+    _fill_activity(views, group_id)
     return list(views.values())
+
+
+def _fill_activity(views: dict[str, AgentCardView], group_id: str) -> None:
+    """When each agent's newest event among the group's last ``RECENT_ACTIVITY`` was
+    recorded: one grouped query over a range of the log's key. "Last seen 18 min ago" was
+    the session's opening for a coordinator that had sent a command a second before."""
+    head = timeline_head(group_id)
+    rows = (
+        Event.objects.filter(
+            group_id=group_id,
+            sequence__gt=max(0, head - RECENT_ACTIVITY),
+            actor__in=list(views),
+        )
+        .values("actor")
+        .annotate(at=Max("recorded_at"))
+        .values_list("actor", "at")
+    )
+    for actor, at in rows:
+        views[actor].acted_at = at
 
 
 def _fill_agent_cards(views: dict[str, AgentCardView], ids: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.dashboard import agents
+from apps.ledger.models import Event, GroupLog
 from apps.registry.presence import report_presence
 from tests.dashboard import workflows as wf
 from tests.dashboard.agent_world import busy_world
@@ -152,3 +153,24 @@ def test_the_agents_page_costs_the_same_queries_however_many_agents_and_items(
         html = client.get(f"/groups/{world.group}/agents/").content.decode()
     assert html.count('class="card agent-card"') == 5
     assert len(many) == len(few), [q["sql"][:120] for q in many.captured_queries]
+
+
+def test_an_agent_that_sends_no_presence_is_last_seen_at_its_latest_command(
+    dash: Dashboard,
+) -> None:
+    """R11.1-11: a coordinator sends commands, not Presence; its card's "last seen" is its
+    newest event among the group's recent ones (it said "18 min ago", the session's opening,
+    for a coordinator that had just sent a command). One query, over a range of the log."""
+    world = dash.world
+    agent_w9 = agent("w9", world.org)
+    grant(world.alice, world.group, agent_w9, "worker")  # a member that has sent nothing
+    wf.mission(world)  # w1, the coordinator, creates a mission
+    newest = Event.objects.filter(group_id=world.group, actor="agent:w1").latest("sequence")
+    views = {view.principal: view for view in agents.cards(world.group)}
+    assert views["agent:w1"].acted_at == newest.recorded_at
+    assert views["agent:w1"].last_seen == newest.recorded_at
+    assert views["agent:w9"].acted_at is None
+    # outside the window the log is not read: the other signs of life stand alone
+    ahead = newest.sequence + agents.RECENT_ACTIVITY
+    GroupLog.objects.filter(group_id=world.group).update(head_sequence=ahead)
+    assert agents.cards(world.group, only="agent:w1")[0].acted_at is None

@@ -67,6 +67,7 @@ from .inbox_entries import (
     ReviewEntry,
     Section,
 )
+from .item_names import item_names
 from .names import display_name
 from .snooze import EntryKey
 from .triage import PAGE, Triage
@@ -566,11 +567,20 @@ def _waiting_on_failures(group: GroupRef, owned: set[str] | None) -> list[Blocke
     if not stuck:
         return []
     entries = []
+    # the dependencies named by their goals, as people know them (one query)
+    dependencies = {dep for ended in stuck.values() for dep in ended}
+    titles = dict(
+        WorkItem.objects.filter(group_id=group.id, work_item_id__in=dependencies).values_list(
+            "work_item_id", "title"
+        )
+    )
     rows = WorkItem.objects.filter(group_id=group.id, work_item_id__in=stuck).order_by("id")
     for work_item, mission, state, goal, urgency, deadline in rows.values_list(
         "work_item_id", "mission", "state", *TERMS
     ):
-        names = ", ".join(f"{dep} ({outcome})" for dep, outcome in stuck[work_item].items())
+        names = ", ".join(
+            f"{item_names([dep], titles)} ({outcome})" for dep, outcome in stuck[work_item].items()
+        )
         entries.append(
             BlockedEntry(
                 group=group,

@@ -40,6 +40,8 @@ class MissionWaiting:
     replacements: list[Replacement] = field(default_factory=list)
     stuck_count: int = 0  # all of them; ``stuck`` names the first ``SHOWN``
     replacement_count: int = 0
+    #: each of the mission's WorkItems' goal, by id: what the section names them by
+    titles: dict[str, str] = field(default_factory=dict)
 
     @property
     def stuck_more(self) -> int:
@@ -61,4 +63,5 @@ def mission_waiting(items: Iterable[ItemSummary]) -> MissionWaiting:
         replacements=replacements[:SHOWN],
         stuck_count=len(stuck),
         replacement_count=len(replacements),
+        titles={item.id: item.goal for item in items if item.goal},
     )

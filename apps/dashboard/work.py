@@ -355,6 +355,9 @@ class WorkItemPage:
     facts: dict[str, ArtifactFacts] = field(default_factory=dict)
     #: offers, leases and attempts with how each ended (issue 37 §4)
     attempts: AttemptsCard | None = None
+    #: the goal of each WorkItem the page links to (dependencies, dependents, ended ones),
+    #: by id: people know WorkItems by their goals
+    related_titles: dict[str, str] = field(default_factory=dict)
 
     @property
     def inputs(self) -> list[ArtifactFacts]:
@@ -437,6 +440,16 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
     item = row.to_state()
     view = _views(group_id, [item], viewer, {}, with_approval=True)[0]
     dependents = _needed_by(group_id, item.id)
+    related = {
+        *item.depends_on,
+        *(other for other, _state in dependents),
+        *(str(ended.get("dependency")) for ended in item.ended_dependencies or ()),
+    }
+    related_titles = dict(
+        WorkItem.objects.filter(group_id=group_id, work_item_id__in=related).values_list(
+            "work_item_id", "title"
+        )
+    )
     sequences = [sequence for sequence, _type, _actor in item.history]
     documents = {
         sequence: json.loads(text)
@@ -483,6 +496,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         view=view,
         mission=Mission.objects.filter(group_id=group_id, mission_id=item.mission).first(),
         needed_by=tuple(Dependency(other, state) for other, state in dependents),
+        related_titles={key: title for key, title in related_titles.items() if title},
         execution=execution_of(group_id, item),
         history=history,
         messages=tuple(messages),

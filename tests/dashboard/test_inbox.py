@@ -16,6 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from apps.dashboard.inbox_entries import SHOWN
+from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import PASSWORD, Dashboard, People, logged_in, with_password
 from tests.dashboard.html import element, text
@@ -307,7 +308,8 @@ def test_blocked_work_and_work_waiting_on_a_failed_dependency_show_in_owners_inb
     # the agent that stopped is named, and its need quoted: "its owner" read as the mission's
     assert "Stopped by w2, who needs: \u201cread access to the archive\u201d" in reason
     reason = text(element(section(html, "blocked"), "data-work-item", waiting))
-    assert f"Waiting on {dependency} (cancelled)" in reason
+    goal = example_contract()["goal"]  # the dependency, named by its goal
+    assert f"Waiting on \u201c{goal}\u201d (cancelled)" in reason
     assert entries(inbox_html(people.rita), "blocked") == []
 
 

@@ -80,20 +80,22 @@ def test_work_waiting_on_a_cancelled_item_is_shown_with_the_reason(dash: Dashboa
     start, on what, and why; after a replacement both say what replaces what."""
     world = dash.world
     mission = wf.mission(world)
-    first = wf.authorize(world, mission)
-    waiting = wf.authorize(world, mission, depends_on=(first,))
+    first = wf.authorize(world, mission, contract=example_contract(goal="Gather the sources"))
+    waiting = wf.authorize(
+        world, mission, contract=example_contract(goal="Write it up"), depends_on=(first,)
+    )
     cancel = {"work_item": first, "reason": "the sources moved"}
     wf.submit(world.w1, world.group, "work.cancel", cancel)
 
     item_html = _page(dash, f"/groups/{world.group}/work-items/{waiting}/")
     note = visible_text(element(item_html, "data-field", "ended-dependencies"))
     assert "Waiting on work that ended." in note
-    assert first in note
+    assert "depends on: Gather the sources ," in note  # named by its goal
     assert "which was cancelled" in note
     assert "the sources moved" in note
     mission_html = _page(dash, f"/groups/{world.group}/missions/{mission}/")
     listed = visible_text(element(mission_html, "data-field", "waiting-on-ended"))
-    assert listed.startswith(f"{waiting} waits on {first} (cancelled")
+    assert listed.startswith("Write it up waits on Gather the sources (cancelled")
     assert "the sources moved" in listed
     assert jargon_in(item_html) == []
     assert jargon_in(mission_html) == []
@@ -101,7 +103,7 @@ def test_work_waiting_on_a_cancelled_item_is_shown_with_the_reason(dash: Dashboa
     body = {
         "work_item": "wi-again",
         "mission": mission,
-        "contract": example_contract(),
+        "contract": example_contract(goal="Gather the sources, again"),
         "depends_on": [],
         "replaces": first,
     }
@@ -111,6 +113,6 @@ def test_work_waiting_on_a_cancelled_item_is_shown_with_the_reason(dash: Dashboa
     replaced = _page(dash, f"/groups/{world.group}/work-items/{first}/")
     assert text(element(replaced, "data-field", "replaced-by")) == "wi-again"
     mission_html = _page(dash, f"/groups/{world.group}/missions/{mission}/")
-    assert "wi-again carries on the work of" in visible_text(
-        element(mission_html, "data-field", "replacements")
+    assert visible_text(element(mission_html, "data-field", "replacements")).startswith(
+        f"Gather the sources, again wi-again carries on the work of Gather the sources {first}"
     )

@@ -122,7 +122,10 @@ def test_group_page_shows_the_newest_missions_as_rows_and_each_item_on_its_page(
     assert "w2 · accepted" in text(element(body, "data-field", "offers"))
     assert "agent:" not in text(element(body, "data-field", "offers"))
     dependent = page(client, f"/groups/{owners.group}/work-items/{waiting}/")
-    assert f"{base} queued" in text(element(dependent, "data-field", "depends_on"))
+    # the dependency is named by its goal (the example contract's), its link its id
+    depends_on = element(dependent, "data-field", "depends_on")
+    assert "Summarise the incident reports of November queued" in text(depends_on)
+    assert f'href="/groups/{owners.group}/work-items/{base}/"' in depends_on
 
 
 def test_the_approval_queue_partial_is_the_same_section_alone_for_live_refreshes(

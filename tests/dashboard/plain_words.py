@@ -32,7 +32,8 @@ JARGON = {
     # clock" on screen)
     "protocol token": re.compile(
         r"\b(?:mission_owner|wall_clock|tool_calls|side_effects|needs_changes|"
-        r"execution_approval|result_accepted)\b"
+        r"execution_approval|result_accepted|fail_parent|block_parent|retries_exhausted|"
+        r"changes_requested)\b"
     ),
 }
 

@@ -17,7 +17,7 @@ from apps.ledger.models import Event
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import element, text
-from tests.dashboard.plain_words import visible_text
+from tests.dashboard.plain_words import jargon_in, visible_text
 from tests.factories import HumanPersona, grant, human, unique
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +167,9 @@ def test_a_child_mission_is_linked_from_its_parent_work_item_and_back(owners: Ow
     html = page(client, f"/groups/{owners.group}/work-items/{item}/")
     assert "state--blocked" in element(html, "data-field", "state")
     link = element(html, "data-field", "child")
-    assert "running" in text(link)
+    # named by its goal, its failure policy in words (it read "on failure: block_parent")
+    assert text(link) == "Dig running if it fails, this WorkItem stays blocked"
+    assert jargon_in(html) == []
     assert f"/groups/{owners.group}/missions/{child}/" in link
     child_page = page(client, f"/groups/{owners.group}/missions/{child}/")
     assert f'href="/groups/{owners.group}/work-items/{item}/"' in child_page

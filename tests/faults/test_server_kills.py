@@ -78,10 +78,12 @@ def _trial(
     kill_at: int,
     channel_prefix: str,
     earlier: set[str],
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """One load with one kill; its figures, after asserting nothing was lost or doubled.
     ``earlier``: the commands the trials before acknowledged in the same groups (this
-    trial's are added)."""
+    trial's are added). ``None`` when no client met the dead server: the load had ended
+    before the kill landed (its integrity is still asserted), which proves nothing of a
+    crash under load."""
     clients = load_clients(writers, groups, per_client=COMMANDS // CLIENTS)
     database_name = connection.settings_dict["NAME"]
     with ExitStack() as stack:
@@ -124,7 +126,8 @@ def _trial(
     assert (figures.duplicates, figures.unacknowledged, figures.gaps) == (0, 0, 0), number
     assert figures.heads_behind == 0, f"trial {number}"
     failures = [f for log in logs for f in log.failures]
-    assert failures, f"trial {number}: no client saw the server die"
+    if not failures:
+        return None
     return {
         "acknowledged_at_kill": acknowledged_at_kill,
         "found": figures.found,
@@ -149,10 +152,19 @@ def test_kill_9_of_the_server_at_random_points_loses_and_doubles_nothing(
     prefix = f"mwp-faults-{worker_id}-{uuid.uuid4().hex[:8]}"
     trials: list[dict[str, Any]] = []
     acknowledged: set[str] = set()
-    for number in range(TRIALS):
+    # a kill the test's thread was scheduled too late to land inside the load (a loaded CI
+    # machine, CI saw it twice) is drawn again, counted and reported; it cannot be most of them
+    attempts = late = 0
+    while len(trials) < TRIALS:
+        attempts += 1
+        assert attempts <= 2 * TRIALS, f"{late} of {attempts} kills landed after the load"
         kill_at = draw.randrange(1, KILL_BEFORE)
-        trials.append(_trial(number, writers, groups, kill_at, prefix, acknowledged))
-    assert len(acknowledged) == TRIALS * COMMANDS
+        trial = _trial(attempts - 1, writers, groups, kill_at, prefix, acknowledged)
+        if trial is None:
+            late += 1
+            continue
+        trials.append(trial)
+    assert len(acknowledged) == attempts * COMMANDS
     verified = verify_rebuild(suite_database_url())
     assert verified >= GROUPS
 
@@ -162,6 +174,7 @@ def test_kill_9_of_the_server_at_random_points_loses_and_doubles_nothing(
             "size": "full" if proofs.FULL else "sample",
             "seed": SEED,
             "trials": TRIALS,
+            "kills_after_the_load_drawn_again": late,
             "commands_per_trial": COMMANDS,
             "clients": CLIENTS,
             "kill_points": [t["acknowledged_at_kill"] for t in trials],

@@ -80,8 +80,6 @@ def approval_page_response(
     }
     context["not_sent"] = not_sent
     screen: approvals.ApprovalScreen = context["screen"]
-    # the breadcrumb names the mission by its goal, as people know it
-    context["mission_goal"] = selectors.mission_goal(group, screen.item.mission)
     # the text goes back into its form while that form can still succeed; otherwise it is
     # shown beside the reason, to copy (issue 34 §3)
     context["typed"] = {not_sent.form: not_sent.text("comment")} if not_sent else {}

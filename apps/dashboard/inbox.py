@@ -67,7 +67,7 @@ from .inbox_entries import (
     ReviewEntry,
     Section,
 )
-from .item_names import item_names
+from .item_names import item_names, titles_of
 from .names import display_name
 from .snooze import EntryKey
 from .triage import PAGE, Triage
@@ -569,11 +569,7 @@ def _waiting_on_failures(group: GroupRef, owned: set[str] | None) -> list[Blocke
     entries = []
     # the dependencies named by their goals, as people know them (one query)
     dependencies = {dep for ended in stuck.values() for dep in ended}
-    titles = dict(
-        WorkItem.objects.filter(group_id=group.id, work_item_id__in=dependencies).values_list(
-            "work_item_id", "title"
-        )
-    )
+    titles = titles_of(group.id, dependencies, limit=None)
     rows = WorkItem.objects.filter(group_id=group.id, work_item_id__in=stuck).order_by("id")
     for work_item, mission, state, goal, urgency, deadline in rows.values_list(
         "work_item_id", "mission", "state", *TERMS

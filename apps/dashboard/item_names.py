@@ -17,14 +17,17 @@ from .event_words import short_title
 SHOWN = 5
 
 
-def titles_of(group_id: str, work_items: Iterable[str]) -> dict[str, str]:
-    """``id -> goal`` of the first ``SHOWN`` of ``work_items`` in ``group_id`` (one query; the
-    goal is the projection's ``title`` column)."""
-    wanted = list(dict.fromkeys(work_items))[:SHOWN]
+def titles_of(
+    group_id: str, work_items: Iterable[str], *, limit: int | None = SHOWN
+) -> dict[str, str]:
+    """``id -> goal`` of the first ``limit`` of ``work_items`` in ``group_id`` (all of them
+    with ``None``; one query; the goal is the projection's ``title`` column). Items without a
+    goal are left out, so they are named by id."""
+    wanted = list(dict.fromkeys(work_items))[:limit]
     if not wanted:
         return {}
     rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=wanted)
-    return dict(rows.values_list("work_item_id", "title"))
+    return {item: title for item, title in rows.values_list("work_item_id", "title") if title}
 
 
 def item_names(work_items: Sequence[str], titles: Mapping[str, str] | None = None) -> str:

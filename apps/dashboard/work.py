@@ -39,6 +39,7 @@ from missionweave.protocol.work.items import WorkItem as WorkItemState
 from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
 from .attempts import AttemptsCard, attempts_card
 from .event_lookup import words_for
+from .item_names import titles_of
 from .timeline import event_family
 from .work_item_cards import Execution, execution_of
 
@@ -445,11 +446,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         *(other for other, _state in dependents),
         *(str(ended.get("dependency")) for ended in item.ended_dependencies or ()),
     }
-    related_titles = dict(
-        WorkItem.objects.filter(group_id=group_id, work_item_id__in=related).values_list(
-            "work_item_id", "title"
-        )
-    )
+    related_titles = titles_of(group_id, related, limit=None)
     sequences = [sequence for sequence, _type, _actor in item.history]
     documents = {
         sequence: json.loads(text)
@@ -496,7 +493,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         view=view,
         mission=Mission.objects.filter(group_id=group_id, mission_id=item.mission).first(),
         needed_by=tuple(Dependency(other, state) for other, state in dependents),
-        related_titles={key: title for key, title in related_titles.items() if title},
+        related_titles=related_titles,
         execution=execution_of(group_id, item),
         history=history,
         messages=tuple(messages),

@@ -55,6 +55,9 @@ class GroupHook(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     last_delivered_at = models.DateTimeField(null=True, blank=True)
+    #: the group's head when the hook was added: a hook is told what happens after it exists,
+    #: never the news of an older event that the producer reaches later (``hook_outbox``)
+    after_sequence = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         constraints: ClassVar = [

@@ -5,8 +5,10 @@ start-by reminder); drafts for several people of the same kind and key are one p
 group news, so each enabled hook of the group whose kinds include it gets one
 :class:`Delivery` (channel ``chat`` or ``webhook``, key ``hook:<hook>:<kind>:<draft key>``,
 unique per channel: producing the same events again queues nothing) and its
-:class:`HookMessage`, the document every attempt sends. It runs inside the producer's
-transaction, so the deliveries exist exactly when the notifications do.
+:class:`HookMessage`, the document every attempt sends. A hook is told only of events after
+the group's head when it was added (``GroupHook.after_sequence``): the producer runs behind
+the log, and a new hook must not receive the news of an event older than itself. It runs
+inside the producer's transaction, so the deliveries exist exactly when the notifications do.
 """
 
 from __future__ import annotations
@@ -103,7 +105,10 @@ def enqueue(drafts: Sequence[Draft], group_id: str, *, event: dict[str, Any] | N
     """The hook deliveries the drafts call for (their ids: new ones only)."""
     if not drafts:
         return []
-    hooks = list(GroupHook.objects.filter(group_id=group_id, enabled=True).order_by("pk"))
+    hooks = GroupHook.objects.filter(group_id=group_id, enabled=True)
+    if event is not None:  # a hook added after the event is not told of it
+        hooks = hooks.filter(after_sequence__lt=event["sequence"])
+    hooks = list(hooks.order_by("pk"))
     if not hooks:
         return []
     name = facts.group_name(group_id)

@@ -76,6 +76,26 @@ def test_one_delivery_per_hook_event_and_kind_for_the_kinds_it_receives() -> Non
     assert Delivery.objects.count() == before
 
 
+def test_a_new_hook_is_told_only_what_happens_after_it_was_added() -> None:
+    """The producer runs behind the log: news of an event it reaches after the hook was added
+    (here rita's membership, granted before) is the people's, never the new hook's."""
+    story = cast()  # omar's and rita's memberships are in the log, not produced yet
+    hook = _hook(
+        story.group, "ops", HookKind.WEBHOOK, "https://hooks.example.org/a", [k.value for k in Kind]
+    )
+    gated_item_accepted(story, "wi-1")
+    _produce_all(story.group)
+
+    told = Notification.objects.filter(kind="membership_changed", user__username="rita")
+    assert told.exists()  # rita still hears of her own membership
+    kinds = sorted(set(HookMessage.objects.filter(hook=hook).values_list("kind", flat=True)))
+    assert kinds == ["approval_needed"]  # the hook: only the news after it was added
+    event_ids = {m.document["event_id"] for m in HookMessage.objects.filter(hook=hook)}
+    assert event_ids == set(
+        Notification.objects.filter(kind="approval_needed").values_list("event_id", flat=True)
+    )
+
+
 @override_settings(MWP_HOOK_DISABLE_AFTER=2)
 def test_a_hook_that_keeps_failing_is_turned_off_and_the_admins_told() -> None:
     story = cast()

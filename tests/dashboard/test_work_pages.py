@@ -139,11 +139,11 @@ def test_the_approval_queue_partial_is_the_same_section_alone_for_live_refreshes
     before = page(client, f"/groups/{owners.group}/approval-queue/").strip()
     assert before.startswith("{#") is False
     assert element(before, "id", "approval-queue").strip() == before[before.index("<section") :]
-    assert "0/2 approvals" in text(element(before, "data-work-item", item))
+    assert "0 of 2 approvals" in text(element(before, "data-work-item", item))
 
     wf.approve(owners.petra, world.group, item)
     after = page(client, f"/groups/{owners.group}/approval-queue/")
-    assert "1/2 approvals" in text(element(after, "data-work-item", item))
+    assert "1 of 2 approvals" in text(element(after, "data-work-item", item))
 
 
 def test_a_child_mission_is_linked_from_its_parent_work_item_and_back(owners: Owners) -> None:
@@ -308,13 +308,13 @@ def test_waiting_for_approval_lists_queued_gated_items_short_of_approvals(owners
     queue = element(html, "id", "approval-queue")
     assert re.findall(r'class="approval-item" data-work-item="([^"]+)"', queue) == [short]
     entry = text(element(queue, "data-work-item", short))
-    assert "1/2 approvals" in entry
+    assert "1 of 2 approvals" in entry
     assert "approved by olga" in entry
     assert "risk high" in entry
     for other in (ungated, enough, offered):
         assert f'data-work-item="{other}"' not in queue
     listed = page(logged_in(owners.petra), f"/groups/{owners.group}/work-items/?mission={m}")
-    assert "1/1 approval" in text(element(listed, "data-work-item", enough))
+    assert "1 of 1 approval" in text(element(listed, "data-work-item", enough))
 
 
 def test_a_mission_owner_grants_execution_from_the_form(owners: Owners) -> None:
@@ -339,7 +339,7 @@ def test_a_mission_owner_grants_execution_from_the_form(owners: Owners) -> None:
     assert granted["command_id"] == form["command_id"]
     assert f"Approved revision 1 of {item}: 1 of 2 approvals." in flash(html)
     queue = element(html, "id", "approval-queue")
-    assert "1/2 approvals" in text(element(queue, "data-work-item", item))
+    assert "1 of 2 approvals" in text(element(queue, "data-work-item", item))
     assert "You approved revision 1" in text(element(queue, "data-work-item", item))
     assert 'data-form-key="approve:' + item not in queue  # no second form for petra
 
@@ -382,7 +382,7 @@ def test_the_form_is_on_the_work_item_page_too_and_returns_there(owners: Owners)
     assert response.redirect_chain[-1][0] == path
     html = response.content.decode()
     approvals = element(html, "id", "approvals")
-    assert "1/2" in text(approvals)
+    assert "1 of 2 approvals" in text(approvals)
     assert "petra approved revision 1" in text(approvals)
     assert "user:petra" not in visible_text(approvals)
 

@@ -62,7 +62,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     queue = page.locator("#approval-queue")
     waiting = queue.locator(f'li.approval-item[data-work-item="{work.gated}"]')
     expect(waiting).to_be_visible()
-    expect(waiting.locator('[data-field="approvals"]')).to_have_text("0/2 approvals")
+    expect(waiting.locator('[data-field="approvals"]')).to_have_text("0 of 2 approvals")
     expect(queue.locator("li.approval-item")).to_have_count(1)
 
     comment = waiting.get_by_label(f"Comment on approving {work.gated}")
@@ -88,7 +88,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
         f"Approved revision 1 of {work.gated}: 1 of 2 approvals."
     )
     waiting = page.locator(f'#approval-queue li.approval-item[data-work-item="{work.gated}"]')
-    expect(waiting.locator('[data-field="approvals"]')).to_have_text("1/2 approvals")
+    expect(waiting.locator('[data-field="approvals"]')).to_have_text("1 of 2 approvals")
     expect(waiting).to_contain_text("You approved revision 1")
     # the mission's row counts its WorkItems by state, re-rendered alone when they change
     row = page.locator(f'#missions-rows li.mission-row[data-mission="{work.mission}"]')

@@ -17,7 +17,9 @@ approval_needed    the mission owners who may still grant it (R10.2-06): every h
 approval_decided   whoever asked for the work: its human authoriser or proposer; else
                    the human who created the mission; else the group's human
                    coordinators (never the person who decided)
-review_waiting     the group's human reviewers; with none, its human mission owners
+review_waiting     the group's human reviewers; with none, its human mission owners —
+                   only when a person must act (``waits_for_a_person``): a human_review
+                   criterion, or no agent coordinator (or reviewer) to judge it
 sent_back          whoever asked for the work (as above) and the human mission owners,
                    but not the person who sent it back; for ``mission.changes_requested``
                    (issue 36 §5), the group's human coordinators, who replace the items
@@ -82,6 +84,8 @@ class People:
     """A group's active human members and their roles."""
 
     roles: dict[str, frozenset[str]]
+    #: every role some active agent of the group holds
+    agent_roles: frozenset[str] = frozenset()
 
     def with_role(self, role: str) -> list[str]:
         return sorted(p for p, roles in self.roles.items() if role in roles)
@@ -255,9 +259,23 @@ def still_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft
     )
 
 
+def waits_for_a_person(item: WorkItem, people: People) -> bool:
+    """Whether a person must act for this submission to be judged: a ``human_review``
+    criterion (only a human mission owner accepts it, R13.2-03), or no agent to carry it —
+    an agent coordinator accepts the result, and an ``agent_review`` criterion needs an
+    agent reviewer. Otherwise agents judge it within moments and a person reads it at the
+    final approval: telling the reviewers of every such submission only buries the ones
+    that wait for them."""
+    methods = {c.get("method") for c in item.contract.get("acceptance_criteria", ())}
+    if "human_review" in methods:
+        return True
+    agents_review = "agent_review" not in methods or REVIEWER in people.agent_roles
+    return not (COORDINATOR in people.agent_roles and agents_review)
+
+
 def review_waiting(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
     item = facts.item
-    if item is None or item.state != S.SUBMITTED:
+    if item is None or item.state != S.SUBMITTED or not waits_for_a_person(item, facts.people):
         return []
     reviewers = facts.people.with_role(REVIEWER) or facts.people.with_role(MISSION_OWNER)
     return _drafts(

@@ -14,6 +14,7 @@ from apps.notifications.models import Notification
 from tests import factories
 from tests.dashboard import workflows as wf
 from tests.factories import World
+from tests.work import lifecycle
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +36,28 @@ def world_with_a_reviewer() -> World:
     world = factories.build_world("g-kinds")
     factories.grant(world.alice, world.group, factories.human("rita"), "reviewer")
     return world
+
+
+def test_a_submission_agents_carry_tells_nobody() -> None:
+    """w1, an agent, coordinates; a contract judged by the authority's checks alone needs no
+    person until the final approval, so rita is not told (``waits_for_a_person``). One with
+    a human_review criterion tells her."""
+    world = world_with_a_reviewer()
+    mission = wf.mission(world)
+    machine = wf.queued(world, mission, contract=lifecycle.contract())
+    lease = wf.start(world, machine)
+    body = {
+        "work_item": machine,
+        "lease_id": lease,
+        "artifacts": [wf.store_bytes(world.w2.principal, b"summary.md")],
+        "evidence": [wf.evidence(world.w2.principal, "c1")],
+    }
+    assert wf.submit(world.w2, world.group, "work.submit", body).status == 201
+    person = wf.queued(world, mission, contract=lifecycle.contract(human_review=True))
+    wf.submit_result(world, person, wf.start(world, person))
+    produce_all(world.group)
+    assert told(Kind.REVIEW_WAITING, machine) == []
+    assert [who for who, _link in told(Kind.REVIEW_WAITING, person)] == ["rita"]
 
 
 def test_blocked_work_tells_the_mission_owners() -> None:

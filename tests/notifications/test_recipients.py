@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from apps.notifications.kinds import Kind
 from apps.notifications.recipients import (
     TRIGGERS,
@@ -277,3 +279,41 @@ def test_changes_asked_at_the_final_approval_tell_the_human_coordinators() -> No
     assert draft.link == "/groups/g/missions/m-1/"
     assert "mission.changes_requested" in TRIGGERS
     assert drafts_for(asked, facts(), name) == []  # no mission found: nobody told
+
+
+def _criteria(*methods: str) -> dict[str, Any]:
+    criteria = [
+        {"id": f"c{n}", "description": "d", "method": method, "evidence": ["review"]}
+        for n, method in enumerate(methods, 1)
+    ]
+    return {**contract(), "acceptance_criteria": criteria}
+
+
+@pytest.mark.parametrize(
+    ("methods", "agent_roles", "told_rita"),
+    [
+        # a person must judge: always told, whoever the agents are
+        (("deterministic", "human_review"), {"coordinator", "reviewer"}, True),
+        (("human_review",), set(), True),
+        # agents carry it: an agent coordinator accepts, an agent reviewer reviews
+        (("deterministic",), {"coordinator"}, False),
+        (("deterministic", "agent_review"), {"coordinator", "reviewer"}, False),
+        # no agent reviewer for the agent_review criterion: a person must review it
+        (("deterministic", "agent_review"), {"coordinator"}, True),
+        # no agent coordinator: a person accepts the result
+        (("deterministic",), {"reviewer"}, True),
+        (("deterministic", "agent_review"), set(), True),
+    ],
+)
+def test_review_waiting_only_when_a_person_must_act(
+    methods: tuple[str, ...], agent_roles: set[str], told_rita: bool
+) -> None:
+    """A submission that agents judge and accept within moments tells nobody (a person
+    reads it at the final approval); one with a human_review criterion, or that no agent
+    can carry, tells the reviewers."""
+    submitted = item(state="submitted", contract=_criteria(*methods))
+    people = People(PEOPLE.roles, agent_roles=frozenset(agent_roles))
+    drafts = drafts_for(
+        event("work.submitted"), replace(facts(item=submitted), people=people), name
+    )
+    assert told(drafts) == ({"review_waiting": [RITA]} if told_rita else {})

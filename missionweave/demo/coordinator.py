@@ -31,9 +31,11 @@ people take theirs:
   counts it as waiting for an approval.
 
 To keep the dashboard worth visiting, one WorkItem at a time waits for a person's execution
-approval (R10.2-06) and one result at a time for a person's review. Nothing here decides what
-is allowed: the authority does, and a refusal is a line in the log and a new decision next
-beat. Time and dice come in as arguments, so the plan is a pure function of the views.
+approval (R10.2-06) and one result at a time for a person's review; no new mission is planned
+while ``READY_WAITING_MAX`` of its finished missions wait for a person's final approval.
+Nothing here decides what is allowed: the authority does, and a refusal is a line in the log
+and a new decision next beat. Time and dice come in as arguments, so the plan is a pure
+function of the views.
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ OFFER_TTL = timedelta(minutes=2)
 MAX_ATTEMPTS = 3
 #: a new mission arrives when fewer WorkItems than this can move
 MOVING_TARGET = 4
+#: and while fewer of the coordinator's finished missions than this wait for a person's final
+#: approval: a coordinator that kept planning would bury the mission owners in missions to
+#: approve (the demo told each of them of ten in its first five minutes)
+READY_WAITING_MAX = 3
 #: how long a claim may wait for the authority to ask a reviewer before the coordinator does
 REVIEW_PATIENCE = timedelta(seconds=30)
 #: how long a worker's blocker waits for the coordinator's answer (long enough to see it)
@@ -144,9 +150,26 @@ def plan(scene: Scene) -> list[Step]:
             fresh_deadline=scene.later(HORIZON),
         )
         steps += summarise_missions(scene, group)
-    if moving < MOVING_TARGET and not steps:
+    if (
+        moving < MOVING_TARGET
+        and not steps
+        and waiting_for_final_approval(scene) < READY_WAITING_MAX
+    ):
         steps += new_mission(scene)
     return steps
+
+
+def waiting_for_final_approval(scene: Scene) -> int:
+    """The coordinator's active missions, in either group, whose every WorkItem has ended:
+    each waits for a person's final approval (R10.2-22), which no agent gives."""
+    waiting = 0
+    for view in scene.views.values():
+        for mission in view.missions():
+            if mission.state != "active" or not mission.work_items or not _ours(mission.id):
+                continue
+            items = [view.work_item(item) for item in mission.work_items]
+            waiting += all(item is not None and item.state not in S.UNFINISHED for item in items)
+    return waiting
 
 
 def _in_hand(item: WorkItem, now: datetime) -> bool:

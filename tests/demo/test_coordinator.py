@@ -5,6 +5,7 @@ write path (``missionweave/demo/coordinator.py``, ``reviewer.py``), driven in-pr
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,6 +16,8 @@ from apps.work.tasks import STORE
 from missionweave.demo import coordinator, reviewer
 from missionweave.demo.contracts import OUTPUT
 from missionweave.demo.organisation import GROUP, LAB, workers_of
+from missionweave.protocol.missions.model import Mission as MissionState
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 from tests.demo import harness
 
 pytestmark = pytest.mark.django_db
@@ -128,6 +131,62 @@ def test_each_planned_mission_gets_its_context_package_once(
     )
     assert set(package["work_items"]) == items
     assert package["event_range"][0] == 1 <= package["event_range"][1]
+
+
+def test_no_new_mission_while_enough_finished_ones_wait_for_a_person(
+    world, django_capture_on_commit_callbacks, monkeypatch
+):
+    """R10.2-22: a finished mission waits for a person's final approval, which no agent
+    gives; at ``READY_WAITING_MAX`` of them waiting the coordinator plans no more (here the
+    limit is set to the count there is, none)."""
+    monkeypatch.setattr(coordinator, "READY_WAITING_MAX", 0)
+    sent = play(world, 12, django_capture_on_commit_callbacks)
+    assert all(answer.startswith("ok") for _step, answer in sent), sent
+    assert "mission.create" not in {step.type for step, _answer in sent}
+    assert not Mission.objects.filter(mission_id__startswith=coordinator.MISSION_PREFIX).exists()
+
+
+def test_a_mission_waits_for_final_approval_once_its_every_work_item_has_ended():
+    """Only the coordinator's own active missions count, once nothing in them is
+    unfinished: the seed's missions and one still running do not."""
+
+    def item(name: str, state: str) -> WorkItemState:
+        return WorkItemState(
+            id=name, mission=name.rsplit("-", 1)[0], state=state, revision=1, contract={},
+            depends_on=(), authorized_by="agent:c", owner=None,
+        )  # fmt: skip
+
+    def mission(name: str, state: str = "active", items: tuple[str, ...] = ()) -> MissionState:
+        return MissionState(
+            id=name, state=state, goal="g", limits={}, used={}, parent=None, children=(),
+            work_items=items, created_by="agent:c", created_sequence=1, link=None,
+        )  # fmt: skip
+
+    class View:
+        def __init__(self, missions: list[MissionState], items: list[WorkItemState]) -> None:
+            self._missions, self._items = missions, {i.id: i for i in items}
+
+        def missions(self):
+            return iter(self._missions)
+
+        def work_item(self, name: str) -> WorkItemState | None:
+            return self._items.get(name)
+
+    done = [item("m-a-gather", "verified"), item("m-a-write", "failed")]
+    running = [item("m-b-gather", "verified"), item("m-b-write", "active")]
+    view = View(
+        [
+            mission("m-a", items=("m-a-gather", "m-a-write")),  # waits
+            mission("m-b", items=("m-b-gather", "m-b-write")),  # still running
+            mission("m-c", "completed", items=("m-a-gather",)),  # approved already
+            mission("demo-m-x", items=("m-a-gather",)),  # the seed's
+            mission("mx-d"),  # not planned yet
+        ],
+        [*done, *running],
+    )
+    lab = View([mission("mx-e-lab", items=("m-a-gather",))], done)
+    scene = coordinator.Scene("agent:c", {GROUP: view, LAB: lab}, datetime.now(UTC), None)
+    assert coordinator.waiting_for_final_approval(scene) == 2
 
 
 def submitted(world, work_item: str) -> None:

@@ -145,6 +145,10 @@ class Worker:
         #: stream and slot threads reported, for the loop to fence (``_revoke``)
         self.revoked: set[str] = set()
         self._revocations: queue.SimpleQueue[str] = queue.SimpleQueue()
+        #: groups whose history contradicts what this worker verified (``_distrust``), and
+        #: the ones whose stream broke the chain, for the loop to close
+        self.distrusted: set[str] = set()
+        self._chain_breaks: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.buffer = OfflineBuffer(
             config.state_dir / "offline.sqlite3", key=config.private_key(), actor=self.principal
         )
@@ -211,6 +215,7 @@ class Worker:
             heads=self._heads,
             drop=self._drop,
             revoke=self._revoke,
+            distrusted=self.distrusted,
         )
         #: how picked items start in free slots (step 9, ``item_start.py``)
         self.starter = ItemStarter(
@@ -333,12 +338,13 @@ class Worker:
             self.head_watch.check(now, self.feeds, self.link.call)
             capacity = presence_report(self.pool.max_concurrency, self.pool.free, self.resources)
             self.presence.check(now, capacity, self.authority.report_presence, self.link.call)
+        self._distrust()
         self._collect()
         self._sync(now)
         self._settle()
         taking = self.link.online and not self._stopping.is_set()
         if taking:
-            self.offers.decide_all(now, closed=self.revoked)
+            self.offers.decide_all(now, closed=self.closed_groups)
         self._keep_leases(now)
         stop_timed_out(self._snapshot(), now)  # R10.1-01(h): the contract's timeout
         self._report(now)
@@ -357,12 +363,15 @@ class Worker:
 
     def _catch_up(self) -> None:
         for group, feed in list(self.feeds.items()):
+            if group in self.distrusted:
+                continue  # its chain broke: read no more of it (R16-03)
             try:
                 self.link.call(feed.catch_up)
             except Offline:
                 return
             except ChainBroken as error:  # R16-03: nothing past it is applied; said loudly
                 log.error("group %s: %s", group, error)
+                self._chain_breaks.put(group)
             except ApiError as error:
                 if error.code == "NOT_A_MEMBER":  # as the stream's ERROR frame (wire.md §7)
                     self._revoke(group, "its events are refused: NOT_A_MEMBER")
@@ -392,10 +401,22 @@ class Worker:
                     feeds = [feed for feed in feeds if feed.group != error.group]
                     self._not_a_member(error.group)
                 log.warning("stream: %s", error)
+            except ChainBroken as error:
+                # R16-03: nothing past the break is applied. One connection carries every
+                # group, so the broken one leaves it, or no other group would get an event
+                if error.group is not None:
+                    feeds = [feed for feed in feeds if feed.group != error.group]
+                    self._chain_breaks.put(error.group)
+                    self._wake.set()
+                log.error("stream: %s", error)
             except (ClientError, OSError) as error:
                 log.warning("stream lost: %s", error)
-            with self._lock:  # a group revoked meanwhile (a refused command) is not resubscribed
-                feeds = [feed for feed in feeds if feed.group in self.feeds]
+            with self._lock:  # a group revoked or distrusted meanwhile is not resubscribed
+                feeds = [
+                    feed
+                    for feed in feeds
+                    if feed.group in self.feeds and feed.group not in self.distrusted
+                ]
             self._closing.wait(1.0)
 
     def _connectivity(self, online: bool) -> None:
@@ -442,6 +463,35 @@ class Worker:
         for key in [key for key in self.kept.kept if key[0] == group]:
             self.kept.discard(key, "the membership in its group was revoked")
 
+    @property
+    def closed_groups(self) -> set[str]:
+        """Groups this worker takes and starts nothing in: revoked or distrusted."""
+        return self.revoked | self.distrusted
+
+    def _distrust(self) -> None:
+        """Issue 33 §2, R16-03: a group whose history contradicts what this worker verified
+        (a signed head it kept, or the chain its stream delivered) is closed as a revoked
+        one is — off the stream, no offer decided, nothing of its queue started, its running
+        items stopped at their next checkpoint with nothing sent — because that queue was
+        built from the history the worker can no longer trust. (A demo database reset under
+        a running worker had it retry a start every second, for good, against a WorkItem the
+        new history does not have, and the broken group's stream starved the others.) Its
+        kept results stay on disk: an operator who restores the log may want them. The
+        other groups are untouched (R0-01)."""
+        broken = set(self.head_watch.forked)
+        while True:
+            try:
+                broken.add(self._chain_breaks.get_nowait())
+            except queue.Empty:
+                break
+        for group in sorted(broken - self.distrusted):
+            with self._lock:
+                self.distrusted.add(group)
+            log.warning("group %s: its history is not trusted: no more work taken there", group)
+            for run in self._snapshot():
+                if run.group == group and not run.lost:
+                    self._lose(run, "its group's history contradicts a signed head")
+
     # --- 2. outcomes -----------------------------------------------------------------------
 
     def _collect(self) -> None:
@@ -480,7 +530,7 @@ class Worker:
 
     def _sync(self, now: datetime) -> None:
         running = self.runs.keys()
-        self.queue.sync(now, running=running, closed=self.revoked)
+        self.queue.sync(now, running=running, closed=self.closed_groups)
         follow_priorities(self._snapshot(), self.store)  # R0-12: running work's urgency too
         owned = set(self.queue.items) | running
         for forget in (self._disclosed, self._disclose_checked):

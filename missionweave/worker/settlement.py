@@ -15,7 +15,7 @@ charge (R11.5-13) leaves the run to ``stops.py``, which blocks it at the next ti
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 
 from missionweave.client.errors import ApiError
@@ -64,6 +64,7 @@ class Settlement:
         heads: dict[str, int],
         drop: Callable[[Key], None],
         revoke: Callable[[str, str], None],
+        distrusted: Collection[str] = frozenset(),
     ) -> None:
         self.config = config
         self.authority = authority
@@ -81,6 +82,8 @@ class Settlement:
         #: the log's head of each group with a kept result, read once online (``caught_up``);
         #: the worker clears it when the link goes offline
         self.heads = heads
+        #: groups whose history contradicts a signed head: their kept results wait on disk
+        self.distrusted = distrusted
 
     def settle(self) -> None:
         if self.link.online:
@@ -125,7 +128,7 @@ class Settlement:
         the item (R11.5-03), and the authority would refuse it."""
         running = self.runs.keys()
         for key, kept in list(self.kept.kept.items()):
-            if key in running:
+            if key in running or key[0] in self.distrusted:
                 continue
             if key[0] not in self.config.groups:
                 self.kept.discard(key, "its group is no longer in the config")

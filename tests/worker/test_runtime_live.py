@@ -157,3 +157,42 @@ def test_a_worker_stops_trusting_a_group_whose_history_was_rewritten(
         coordinator.close()
         worker_client.close()
     assert CursorStore(config.state_dir / "queues.sqlite3").known_head(alpha) == head
+
+
+def test_a_worker_takes_no_more_work_in_a_group_whose_history_was_rewritten(
+    live_org: LiveOrg, tmp_path: Path
+) -> None:
+    """Issue 33 §2: once g-alpha's history contradicts the head the Worker kept, the item it
+    was running there stops at its next checkpoint and nothing more of it is sent — its
+    queue came from the history it no longer trusts — while g-beta's work flows."""
+    alpha, beta = GROUPS
+    config = load_config(live_org.write_config(tmp_path, head_check_s="0.2"))
+    coordinator = live_org.coordinator_client()
+    worker_client = AgentClient(
+        live_org.server.url, live_org.worker.id, live_org.worker.key, agent_card_version="1"
+    )
+    worker = Worker(config, worker_client)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        slow = live_org.offer(coordinator, alpha, kind="text.digest")
+        wait_for(lambda: item_of(coordinator, alpha, slow)["state"] == S.ACTIVE)
+        wait_for(lambda: worker.store.known_head(alpha) is not None)
+        rewrite_history(alpha, from_sequence=2)
+        wait_for(lambda: alpha in worker.head_watch.forked)
+        wait_for(lambda: all(run.group != alpha for run in worker._snapshot()))
+        assert worker.distrusted == {alpha}
+        stopped_at = coordinator.signed_head(alpha)["sequence"]
+        quick = live_org.offer(coordinator, beta)
+        wait_for(lambda: item_of(coordinator, beta, quick)["state"] == S.SUBMITTED)
+        events = coordinator.get_json(
+            f"/groups/{alpha}/events", params={"after": stopped_at, "limit": 1000}
+        )["events"]
+        assert [e for e in events if e["actor"] == live_org.worker.principal] == []
+        assert item_of(coordinator, alpha, slow)["state"] == S.ACTIVE  # never submitted
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+        coordinator.close()
+        worker_client.close()
+    assert worker.errors == []

@@ -329,6 +329,17 @@ def changes_requested(event: dict[str, Any], facts: Facts, name: Namer) -> list[
     )
 
 
+def finished_words(count: int, verified: int) -> str:
+    """What a ready mission's work came to, the count agreeing with its noun (the body
+    said "All 1 WorkItems are finished (1 verified).")."""
+    if count == 1:
+        verdict = "and verified" if verified else "but not verified"
+        return f"Its WorkItem is finished {verdict}."
+    if verified == count:
+        return f"All {count:,} WorkItems are finished and verified."
+    return f"All {count:,} WorkItems are finished; {verified:,} of them verified."
+
+
 def mission_ready(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
     """Once per mission and number of WorkItems: the mission is ready again only when more
     work was added and finished (R10.2-22)."""
@@ -345,7 +356,7 @@ def mission_ready(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draf
         subject_type="mission",
         subject_id=mission.id,
         title=f"“{mission.goal}” is ready for final approval",
-        body=f"All {len(states)} WorkItems are finished ({verified} verified).",
+        body=finished_words(len(states), verified),
         link=final_approval_link(facts.group, mission.id),
     )
 

@@ -103,7 +103,7 @@ def test_a_mission_whose_work_is_all_accepted_is_offered_for_final_approval_once
     ready = told(Kind.MISSION_READY, mission)
     assert ready == [("olga", f"/groups/{world.group}/missions/{mission}/final-approval/")]
     assert Notification.objects.get(kind=Kind.MISSION_READY).body == (
-        "All 1 WorkItems are finished (1 verified)."
+        "Its WorkItem is finished and verified."
     )
     # the same state read again makes nothing new
     Notification.objects.filter(kind=Kind.MISSION_READY).update(read_at=None)

@@ -15,6 +15,7 @@ from apps.notifications.recipients import (
     People,
     deadline_drafts,
     drafts_for,
+    finished_words,
 )
 from missionweave.protocol.missions.model import Mission
 from missionweave.protocol.work.items import WorkItem
@@ -317,3 +318,11 @@ def test_review_waiting_only_when_a_person_must_act(
         event("work.submitted"), replace(facts(item=submitted), people=people), name
     )
     assert told(drafts) == ({"review_waiting": [RITA]} if told_rita else {})
+
+
+def test_a_ready_missions_work_is_counted_as_people_say_it() -> None:
+    """No "All 1 WorkItems are finished (1 verified).": the count agrees with its noun."""
+    assert finished_words(1, 1) == "Its WorkItem is finished and verified."
+    assert finished_words(1, 0) == "Its WorkItem is finished but not verified."
+    assert finished_words(2, 2) == "All 2 WorkItems are finished and verified."
+    assert finished_words(3, 1) == "All 3 WorkItems are finished; 1 of them verified."

@@ -161,6 +161,12 @@ class ItemSummary:
     def unfinished(self) -> bool:
         return self.state in S.UNFINISHED
 
+    @property
+    def work_done(self) -> bool:
+        """Submitted or ended: its latest report is history, and its next checkpoint and
+        finish estimate no longer say anything (a verified item read "finish by …")."""
+        return self.state == S.SUBMITTED or self.state not in S.UNFINISHED
+
 
 @dataclass(frozen=True)
 class TimelineEntry:

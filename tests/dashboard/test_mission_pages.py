@@ -217,6 +217,25 @@ def test_progress_shows_the_latest_structured_report_and_never_a_percentage(
     assert "No progress reported yet." in text(silent)
 
 
+def test_a_done_items_last_report_shows_no_estimate_or_next_checkpoint(scene: Scene) -> None:
+    """R11.4-01: once the work is submitted, its last report is history: phase and
+    milestones stay, but "finish by …" and the next checkpoint no longer say anything."""
+    world = scene.dash.world
+    item = wf.queued(world, scene.mission)
+    lease = wf.start(world, item)
+    progress(scene, item, lease, phase="writing up")
+    wf.submit_result(world, item, lease)
+    html = page(logged_in(scene.dash.maria), scene.url())
+
+    row = element(element(html, "id", "progress"), "data-work-item", item)
+    assert "The work is done; its last report" in text(element(row, "data-field", "last-report"))
+    assert field(row, "phase") == "writing up"
+    assert field(row, "milestones") == "2: sources read, outline"
+    assert 'data-field="estimate"' not in row
+    assert 'data-field="next-checkpoint"' not in row
+    assert "finish by" not in text(row)
+
+
 def test_budgets_are_charted_per_dimension_with_the_limit_and_unlimited_ones_say_so(
     scene: Scene,
 ) -> None:

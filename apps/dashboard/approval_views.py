@@ -27,6 +27,7 @@ from .access import access_membership
 from .asking import APPROVAL, ASK_FORM, AskPanel, ask_panel
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .forms import GrantExecutionForm, RefuseExecutionForm, revision_decision
+from .item_names import item_named
 
 APPROVE_LABELS = {"comment": "comment on approving"}
 REFUSE_LABELS = {"comment": "reason for refusing"}
@@ -103,18 +104,20 @@ def approval_section(request: HttpRequest, group: str, work_item: str) -> HttpRe
     return render(request, "dashboard/approval/body.html", context)
 
 
-def _approved(body: dict[str, Any], outcome: Outcome) -> str:
+def _approved(group: str, body: dict[str, Any], outcome: Outcome) -> str:
     result = outcome.body.get("result") or {}
+    named = item_named(group, body["work_item"])
     return (
-        f"Approved revision {body['contract_revision']} of {body['work_item']}: "
+        f"Approved revision {body['contract_revision']} of {named}: "
         f"{result.get('approvals', '?')} of {result.get('approvals_required', '?')} approvals."
     )
 
 
-def _refused(body: dict[str, Any], outcome: Outcome) -> str:
+def _refused(group: str, body: dict[str, Any], outcome: Outcome) -> str:
+    named = item_named(group, body["work_item"])
     return (
-        f"Refused revision {body['contract_revision']} of {body['work_item']}: it may not "
-        "start on this revision."
+        f"Refused revision {body['contract_revision']} of {named}: it may not start on this "
+        "revision."
     )
 
 

@@ -27,6 +27,7 @@ from missionweave.protocol.work import asks
 from .approval_views import approval_page_response
 from .asking import ASK_FORM, FOR_WORDS, REVIEW, ask_body
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member, not_sent_page
+from .item_names import item_named
 from .names import display_name
 from .refusal_words import plain_refusal
 from .review_views import review_page_response
@@ -84,9 +85,9 @@ def ask_words(error: ProtocolError) -> str:
     return plain_refusal(error)
 
 
-def _asked_text(body: dict[str, Any], outcome: Outcome) -> str:
+def _asked_text(group: str, body: dict[str, Any], outcome: Outcome) -> str:
     people = ", ".join(display_name(p) for p in body["asked"])
-    return f"Asked {people} for {FOR_WORDS[body['for']]} of {body['work_item']}."
+    return f"Asked {people} for {FOR_WORDS[body['for']]} of {item_named(group, body['work_item'])}."
 
 
 def _again(

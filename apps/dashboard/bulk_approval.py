@@ -122,7 +122,8 @@ def missions_approve(
             words = _words(error, memberships.get(pick.group), pick.group)
             results.append(Result(pick, title, words, error))
             continue
-        results.append(Result(pick, title, f"Approved mission {pick.mission}."))
+        said = "Approved, with your comment." if comment.strip() else "Approved."
+        results.append(Result(pick, title, said))  # under its goal: the id said nothing more
     return results
 
 

@@ -124,14 +124,15 @@ def decide(
     labels: dict[str, str],
     type_: str,
     body: Callable[[dict[str, Any]], dict[str, Any]],
-    confirm: Callable[[dict[str, Any], Outcome], str],
+    confirm: Callable[[str, dict[str, Any], Outcome], str],
     words: Callable[[ProtocolError], str],
     again: Callable[[NotSent, int], HttpResponse],
     back: str,
     form_name: str = "",
     kept: dict[str, Any] | None = None,
 ) -> HttpResponse:
-    """Submit the form's command as the person; on success flash ``confirm`` and go back
+    """Submit the form's command as the person; on success flash ``confirm(group, body,
+    outcome)`` (which names the work by its goal) and go back
     (post/redirect/get); otherwise ``again(not_sent, status)``: the page, the reason from
     ``words`` and the typed text (``labels`` names the text fields; ``kept``, what else the
     page puts back, such as the people ticked)."""
@@ -146,5 +147,5 @@ def decide(
         outcome = submit_form_command(request, group, type_, submitted, form.cleaned_data)
     except ProtocolError as error:
         return again(NotSent(words(error), typed, error, form_name, extra), error.status)
-    messages.success(request, confirm(submitted, outcome))
+    messages.success(request, confirm(group, submitted, outcome))
     return HttpResponseRedirect(return_to(request, back))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from apps.work.models import WorkItem
+from apps.work.models import Mission, WorkItem
 
 from .event_words import short_title
 
@@ -28,6 +28,19 @@ def titles_of(
         return {}
     rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=wanted)
     return {item: title for item, title in rows.values_list("work_item_id", "title") if title}
+
+
+def item_named(group_id: str, work_item: str) -> str:
+    """One WorkItem for a sentence ("Approved revision 1 of “Gather the sources”"): its goal
+    in quotes, its id when it has none."""
+    return item_names([work_item], titles_of(group_id, [work_item]))
+
+
+def mission_named(group_id: str, mission: str) -> str:
+    """One mission for a sentence: its goal in quotes, its id when the group has none."""
+    goal = Mission.objects.filter(group_id=group_id, mission_id=mission)
+    found = goal.values_list("goal", flat=True).first()
+    return short_title(found) if found and found.strip() else mission
 
 
 def item_names(work_items: Sequence[str], titles: Mapping[str, str] | None = None) -> str:

@@ -24,6 +24,7 @@ from missionweave.protocol.work.priorities import REPRIORITIZE
 
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .item_forms import EscalateForm, MessageForm, escalation_body, message_body
+from .item_names import item_named
 from .refusal_words import plain_refusal
 from .work_views import item_page_response
 
@@ -50,7 +51,7 @@ def message_form_name(in_reply_to: str | None) -> str:
     return f"reply-{in_reply_to}" if in_reply_to else "note"
 
 
-def _posted(body: dict[str, Any], outcome: Outcome) -> str:
+def _posted(group: str, body: dict[str, Any], outcome: Outcome) -> str:
     result = outcome.body.get("result") or {}
     if result.get("resolves") is True:
         return "Your answer is recorded, and the question is settled."
@@ -88,11 +89,11 @@ def work_item_message(request: HttpRequest, group: str, work_item: str) -> HttpR
     )
 
 
-def _escalated(body: dict[str, Any], outcome: Outcome) -> str:
+def _escalated(group: str, body: dict[str, Any], outcome: Outcome) -> str:
     result = outcome.body.get("result") or {}
     return (
-        f"{body['work_item']} now asks for urgency {result.get('urgency')}; its workers "
-        "reorder their queues at once."
+        f"{item_named(group, body['work_item'])} now asks for urgency {result.get('urgency')}; "
+        "its workers reorder their queues at once."
     )
 
 

@@ -24,6 +24,7 @@ from missionweave.wording import counted
 
 from .decision_forms import NotSent, decide, membership_or_none, not_a_member
 from .forms import MissionApproveForm, MissionCancelForm
+from .item_names import mission_named
 from .mission_pages import final_approval_response, mission_page_response
 from .mission_reviews import refusal_sentence
 from .missions import who_may
@@ -42,17 +43,16 @@ def _event_types(outcome: Outcome) -> list[str]:
     return [event["type"] for event in outcome.body.get("events", ())]
 
 
-def _approved(body: dict[str, Any], outcome: Outcome) -> str:
+def _approved(group: str, body: dict[str, Any], outcome: Outcome) -> str:
     told = "mission.child_approved" in _event_types(outcome)
     parent = " Its parent WorkItem is verified." if told else ""
-    return f"Approved mission {body['mission']}.{parent}"
+    return f"Approved the mission {mission_named(group, body['mission'])}.{parent}"
 
 
-def _cancelled(body: dict[str, Any], outcome: Outcome) -> str:
+def _cancelled(group: str, body: dict[str, Any], outcome: Outcome) -> str:
     count = _event_types(outcome).count("work.cancelled")
-    return (
-        f"Cancelled mission {body['mission']}: {counted(count, 'unfinished WorkItem')} cancelled."
-    )
+    named = mission_named(group, body["mission"])
+    return f"Cancelled the mission {named}: {counted(count, 'unfinished WorkItem')} cancelled."
 
 
 def _cancel_words(error: ProtocolError, membership: MembershipState | None) -> str:

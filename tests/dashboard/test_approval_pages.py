@@ -166,7 +166,10 @@ def test_approving_from_the_screen_records_the_comment_and_shows_it_everywhere(
     )
 
     assert chain[0] == (url(owners, item), 302)
-    assert f"Approved revision 1 of {item}: 1 of 2 approvals." in flash(page)
+    assert (
+        "Approved revision 1 of “Summarise the incident reports of November”: 1 of 2 approvals."
+        in flash(page)
+    )
     decisions = text(element(page, "id", "decisions"))
     assert "✓ olga approved revision 1" in decisions
     assert "Read-only, and the budget is small." in decisions
@@ -218,7 +221,7 @@ def test_refusing_with_a_reason_stops_the_revision_and_everyone_sees_who_and_why
     )
 
     assert chain[0] == (url(owners, item), 302)
-    assert f"Refused revision 1 of {item}" in flash(page)
+    assert "Refused revision 1 of “Summarise the incident reports of November”" in flash(page)
     [refused] = events(owners.group, "approval.execution_refused")
     assert refused["payload"]["comment"] == "Too broad: name the tables it may read."
     assert refused["actor"] == "user:olga"

@@ -96,7 +96,9 @@ def test_olga_asks_petra_for_approval_and_the_page_says_so(people: People) -> No
     )
     html = response.content.decode()
     assert response.redirect_chain[-1][0] == approval_url(people, item)
-    assert f"Asked petra for approval of {item}." in text(element(html, "id", "flash"))
+    assert "Asked petra for approval of “Summarise the incident reports of November”." in text(
+        element(html, "id", "flash")
+    )
     (event,) = asked_events(people.group)
     assert event["actor"] == "user:olga"
     assert event["payload"]["asked"] == ["user:petra"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apps.dashboard.item_names import SHOWN, item_names
+from apps.dashboard.item_names import SHOWN, item_named, item_names, mission_named
+from missionweave.protocol.examples import example_contract
+from tests.dashboard import workflows as wf
+from tests.factories import build_world
 
 
 def test_items_are_named_by_goal_by_id_without_one_and_the_rest_counted() -> None:
@@ -36,3 +40,16 @@ def test_every_named_item_is_said_once_and_the_count_adds_up(
         goal = " ".join(titles.get(item, "").split())
         assert (goal[:50] if goal else item) in named
     assert "“”" not in named  # a blank goal is no name
+
+
+@pytest.mark.django_db
+def test_one_item_or_mission_is_named_by_its_goal_and_by_id_when_it_has_none() -> None:
+    """The flash after a decision ("Approved revision 1 of “…”") names the work as people
+    know it; work the group does not hold is named by the id the form sent."""
+    world = build_world("g-names")
+    mission = wf.mission(world)
+    item = wf.authorize(world, mission, contract=example_contract(goal="Gather the sources"))
+    assert item_named(world.group, item) == "“Gather the sources”"
+    assert mission_named(world.group, mission) == "“Summarise the incident reports of November”"
+    assert item_named(world.group, "wi-gone") == "wi-gone"
+    assert mission_named(world.group, "m-gone") == "m-gone"

@@ -115,7 +115,7 @@ def test_a_mission_owner_approves_a_mission_with_nothing_unfinished(people: Peop
     assert approved["command_id"] == form["command_id"]
     assert approved["payload"] == {"mission": mission, "comment": "All done"}
     assert mission_state(people.group, mission) == "approved"
-    assert f"Approved mission {mission}." in flash(html)
+    assert "Approved the mission “Summarise the incident reports of November”." in flash(html)
     block = mission_block(html, mission)
     assert 'data-field="mission-state">Approved<' in block
     assert "mission-actions" not in block
@@ -170,7 +170,11 @@ def test_cancelling_a_mission_cancels_its_unfinished_work_items(people: People) 
     assert all(event["command_id"] == form["command_id"] for event in propagated)
     assert all(event["payload"]["reason"] == "Out of scope" for event in propagated)
     assert wf.state_of(people.group, queued) == wf.state_of(people.group, active) == "cancelled"
-    assert f"Cancelled mission {mission}: 2 unfinished WorkItems cancelled." in flash(html)
+    assert (
+        "Cancelled the mission “Summarise the incident reports of November”: "
+        "2 unfinished WorkItems cancelled."
+        in flash(html)
+    )
 
 
 def test_a_cancellation_without_a_reason_is_refused_as_malformed(people: People) -> None:
@@ -285,7 +289,7 @@ def test_a_resubmitted_form_is_replayed_once(people: People) -> None:
     again = post(client, people.group, mission, "approve", **form, comment="ok")
     assert wf.head(people.group) == head
     assert len(events_of(people.group, "mission.approved")) == 1
-    assert f"Approved mission {mission}." in flash(again)
+    assert "Approved the mission “Summarise the incident reports of November”." in flash(again)
 
 
 def test_mission_forms_are_csrf_protected(people: People) -> None:

@@ -337,7 +337,10 @@ def test_a_mission_owner_grants_execution_from_the_form(owners: Owners) -> None:
         "comment": "Low blast radius",
     }
     assert granted["command_id"] == form["command_id"]
-    assert f"Approved revision 1 of {item}: 1 of 2 approvals." in flash(html)
+    assert (
+        "Approved revision 1 of “Summarise the incident reports of November”: 1 of 2 approvals."
+        in flash(html)
+    )
     queue = element(html, "id", "approval-queue")
     assert "1 of 2 approvals" in text(element(queue, "data-work-item", item))
     assert "You approved revision 1" in text(element(queue, "data-work-item", item))

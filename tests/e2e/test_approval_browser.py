@@ -86,7 +86,7 @@ def test_two_owners_approve_an_item_from_their_inboxes_and_see_each_other_live(
         page.get_by_label("Comment on approving (optional)").fill("Read-only: safe to run.")
         page.get_by_role("button", name="Approve revision 1").click()
         expect(page.locator("#flash")).to_contain_text(
-            f"Approved revision 1 of {item}: 1 of 2 approvals."
+            "Approved revision 1 of “Summarise the incident reports of November”: 1 of 2 approvals."
         )
         expect(page.locator("#decisions")).to_contain_text("Read-only: safe to run.")
         expect(page.locator('[data-field="why-not"]')).to_contain_text(
@@ -145,7 +145,9 @@ def test_a_reviewer_reads_why_she_may_not_decide_and_refusing_needs_a_reason(
         "Name the tables it may read first."
     )
     refuse.click()
-    expect(page.locator("#flash")).to_contain_text(f"Refused revision 1 of {item}")
+    expect(page.locator("#flash")).to_contain_text(
+        "Refused revision 1 of “Summarise the incident reports of November”"
+    )
     expect(page.locator('[data-field="refusal"]')).to_contain_text(
         "Name the tables it may read first."
     )

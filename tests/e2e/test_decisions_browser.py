@@ -408,7 +408,9 @@ def test_the_final_approval_follows_another_persons_approval_and_a_stale_click_k
     olga = signed_in(browser, contexts, stack, world.olga)
     olga.goto(url)
     olga.get_by_role("button", name="Approve this mission").click()
-    expect(olga.locator("#flash")).to_contain_text(f"Approved mission {ready.mission}")
+    expect(olga.locator("#flash")).to_contain_text(
+        "Approved the mission “Summarise the incident reports of November”"
+    )
 
     expect(form).to_have_count(0, timeout=LIVE_MS)
     expect(mia.locator('[data-field="ending"]')).to_contain_text(
@@ -515,7 +517,9 @@ def test_another_owners_refusal_reaches_the_open_approval_page_and_keeps_the_typ
         "Name the tables it may read first."
     )
     olga.get_by_role("button", name="Refuse revision 1").click()
-    expect(olga.locator("#flash")).to_contain_text(f"Refused revision 1 of {gated}")
+    expect(olga.locator("#flash")).to_contain_text(
+        "Refused revision 1 of “Summarise the incident reports of November”"
+    )
 
     refused = mia.locator('[data-field="refusal"]')
     expect(refused).to_contain_text("Revision 1 was refused by Olga Ortiz", timeout=LIVE_MS)
@@ -570,7 +574,9 @@ def test_a_refused_item_is_not_reassigned_after_its_start_by_passes(
     olga.goto(f"{stack.url}/groups/{world.group}/work-items/{refused_item}/approval/")
     olga.get_by_label("Why it must not run (required to refuse)").fill("Not with live data.")
     olga.get_by_role("button", name="Refuse revision 1").click()
-    expect(olga.locator("#flash")).to_contain_text(f"Refused revision 1 of {refused_item}")
+    expect(olga.locator("#flash")).to_contain_text(
+        "Refused revision 1 of “Summarise the incident reports of November”"
+    )
 
     deadline = time.monotonic() + SWEEP_WAIT_S
     path = f"/groups/{world.group}/work-items"

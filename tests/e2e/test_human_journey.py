@@ -277,7 +277,9 @@ def test_approve_execute_review_and_approve_a_mission_in_the_browser(
         comment = olga.get_by_label("Comment (kept with the approval, optional)")
         comment.fill("Mission delivered as asked.")
         olga.get_by_role("button", name="Approve this mission").click()
-        expect(olga.locator("#flash")).to_contain_text(f"Approved mission {mission}")
+        expect(olga.locator("#flash")).to_contain_text(
+            "Approved the mission “Summarise the incident reports of November”"
+        )
         snap(olga, "journey-10-mission-approved")
 
         # omar's inbox no longer lists anything for this mission

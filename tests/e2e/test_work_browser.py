@@ -85,7 +85,7 @@ def test_a_mission_owner_grants_execution_and_sees_the_item_start_live(
     waiting.get_by_role("button", name="Approve revision 1").click()
     expect(page).to_have_url(f"{server.url}/groups/{world.group}/")
     expect(page.locator("#flash")).to_contain_text(
-        f"Approved revision 1 of {work.gated}: 1 of 2 approvals."
+        "Approved revision 1 of “Summarise the incident reports of November”: 1 of 2 approvals."
     )
     waiting = page.locator(f'#approval-queue li.approval-item[data-work-item="{work.gated}"]')
     expect(waiting.locator('[data-field="approvals"]')).to_have_text("1 of 2 approvals")

@@ -177,13 +177,12 @@ def _verdict(evidence: object) -> str:
 
 
 def _child(payload: Mapping[str, Any]) -> str:
+    """The child mission by the goal its creation carried; the later events carry only its
+    id (often in another group, whose goals a member here may not read, R10.4-06), which
+    tells a person nothing: "its child mission" then, the id staying in the details."""
     child = payload.get("child")
-    if isinstance(child, Mapping):
-        goal = child.get("goal")
-        if goal:
-            return f"the child mission {short_title(str(goal))}"
-        if child.get("mission"):
-            return f"the child mission {child['mission']}"
+    if isinstance(child, Mapping) and child.get("goal"):
+        return f"the child mission {short_title(str(child['goal']))}"
     return "its child mission"
 
 

@@ -109,6 +109,22 @@ def test_the_examples_of_the_issue() -> None:
     )
 
 
+def test_a_child_mission_is_named_by_its_goal_and_never_by_a_bare_id() -> None:
+    """Only ``mission.child_created`` carries the child's goal; the later child events carry
+    its id, which a person cannot read: they say "its child mission"."""
+    usage = event(
+        "mission.child_usage_recorded",
+        work_item="wi-1",
+        child={"mission": "mx-5b88e125066f-lab", "group": "g-demo-lab"},
+        usage={"tokens": 1500},
+    )
+    sentence = describe(usage, LOOKUP)
+    assert sentence.startswith("Its child mission of “Gather the sources of the November")
+    assert "mx-5b88e125066f-lab" not in sentence
+    created = describe(event("mission.child_created", "agent:demo-coordinator"), LOOKUP)
+    assert "started the child mission “Read the terms” for" in created
+
+
 def test_unknown_names_and_ids_fall_back_without_prefixes() -> None:
     sentence = describe(event("work.offer_accepted", "agent:w9", work_item="wi-x"), TableLookup())
     assert sentence == "w9 accepted WorkItem wi-x"

@@ -33,10 +33,9 @@ from django.db.models.expressions import RawSQL
 from apps.ledger.models import Event, GroupLog
 from apps.ledger.storage_check import storage_problems
 from apps.registry.models import Membership
-from apps.work.models import Mission, WorkItem
-from missionweave.protocol.identifiers import ID_PATTERN
+from apps.work.models import Mission
 
-from . import event_words
+from . import event_words, timeline_subjects
 from .event_lookup import lookup_for
 from .timeline_links import LinkedPage, check_linked, predecessors_needed
 
@@ -114,31 +113,23 @@ def read_filters(group_id: str, query: Mapping[str, str]) -> Filters:
             found["actor"] = values["who"]
         else:
             errors["who"] = f"“{values['who']}” is not a person or an agent."
-    if values["mission"]:
-        row = (
-            Mission.objects.filter(group_id=group_id, mission_id=values["mission"])
-            .values_list("goal", "work_items")
-            .first()
-            if ID_PATTERN.match(values["mission"])
-            else None
-        )
-        if row is None:
-            errors["mission"] = f"There is no mission “{values['mission']}” in this group."
+    if values["mission"]:  # an id, or words of a goal (``timeline_subjects``)
+        mission = timeline_subjects.find(timeline_subjects.MISSION, group_id, values["mission"])
+        if mission.error:
+            errors["mission"] = mission.error
         else:
-            found |= {"mission": values["mission"], "mission_goal": row[0]}
-            found["mission_items"] = tuple(str(i) for i in (row[1] or ())[:MISSION_ITEMS_LIMIT])
+            values["mission"] = mission.id  # the pager's links carry the id it came to
+            items = Mission.objects.filter(group_id=group_id, mission_id=mission.id)
+            listed = items.values_list("work_items", flat=True).first() or ()
+            found |= {"mission": mission.id, "mission_goal": mission.goal}
+            found["mission_items"] = tuple(str(i) for i in listed[:MISSION_ITEMS_LIMIT])
     if values["work_item"]:
-        title = (
-            WorkItem.objects.filter(group_id=group_id, work_item_id=values["work_item"])
-            .values_list("title", flat=True)
-            .first()
-            if ID_PATTERN.match(values["work_item"])
-            else None
-        )
-        if title is None:
-            errors["work_item"] = f"There is no WorkItem “{values['work_item']}” in this group."
+        item = timeline_subjects.find(timeline_subjects.WORK_ITEM, group_id, values["work_item"])
+        if item.error:
+            errors["work_item"] = item.error
         else:
-            found |= {"work_item": values["work_item"], "work_item_title": title}
+            values["work_item"] = item.id
+            found |= {"work_item": item.id, "work_item_title": item.goal}
     for key, target, end in (("from", "since", False), ("to", "until", True)):
         if values[key]:
             parsed = _time(values[key])

@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_safe
 
-from . import event_words, names, selectors, timeline_reads
+from . import event_words, names, selectors, timeline_reads, timeline_subjects
 from .access import access_membership
 
 
@@ -58,6 +58,8 @@ def timeline(request: HttpRequest, group: str) -> HttpResponse:
             "filters": filters,
             "page": page,
             "actors": actors,
+            "missions": timeline_subjects.choices(timeline_subjects.MISSION, group),
+            "work_items": timeline_subjects.choices(timeline_subjects.WORK_ITEM, group),
             "kinds": event_words.filter_choices(),
             "jumped": jumped,
             "live": live,

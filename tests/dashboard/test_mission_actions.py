@@ -172,8 +172,7 @@ def test_cancelling_a_mission_cancels_its_unfinished_work_items(people: People) 
     assert wf.state_of(people.group, queued) == wf.state_of(people.group, active) == "cancelled"
     assert (
         "Cancelled the mission “Summarise the incident reports of November”: "
-        "2 unfinished WorkItems cancelled."
-        in flash(html)
+        "2 unfinished WorkItems cancelled." in flash(html)
     )
 
 

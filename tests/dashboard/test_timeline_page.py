@@ -18,6 +18,7 @@ from apps.demo import cast, story
 from apps.ledger.models import Event
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, People, logged_in
+from tests.dashboard.html import element
 from tests.dashboard.plain_words import jargon_in, visible_text
 from tests.dashboard.test_pages import create_missions
 
@@ -139,8 +140,8 @@ def test_a_filter_that_cannot_be_read_is_said_next_to_its_field(dash: Dashboard)
     text = visible_text(html)
     assert "“work.nonsense” is not a kind of event this page knows." in text
     assert "“not a principal” is not a person or an agent." in text
-    assert "There is no mission “m-none” in this group." in text
-    assert "There is no WorkItem “wi-none” in this group." in text
+    assert "No mission of this group has “m-none” as its id or in its goal." in text
+    assert "No WorkItem of this group has “wi-none” as its id or in its goal." in text
     assert "“yesterday” is not a time" in text
     assert 'id="tl-to" type="text" name="to" value="yesterday"' in html
     assert 'aria-describedby="tl-to-error"' in html
@@ -209,6 +210,35 @@ def test_mission_and_work_item_filters_show_the_events_that_name_them(
     assert named["payload"].get("mission") == "demo-m-incidents" or named["payload"].get(
         "work_item"
     )
+
+
+def test_the_mission_and_work_item_filters_read_words_of_a_goal(
+    demo: cast.DemoWorld,
+) -> None:
+    """People know work by its goal: a filter of goal words naming one mission (WorkItem) is
+    that filter, several are listed by goal, and the fields suggest the newest by goal."""
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="olivia"))
+    by_id = client.get(url(cast.GROUP, mission="demo-m-incidents")).content.decode()
+    by_goal = client.get(url(cast.GROUP, mission="INCIDENT reports")).content.decode()
+    assert shown(by_goal) == shown(by_id) != []
+    assert 'name="mission" value="demo-m-incidents"' in by_goal  # the id it came to
+    assert "“Summarise the incident reports of November”" in visible_text(by_goal)
+
+    item = client.get(url(cast.GROUP, work_item="incident reports")).content.decode()
+    assert shown(item) == shown(
+        client.get(url(cast.GROUP, work_item="demo-wi-incident-summary")).content.decode()
+    )
+
+    several = visible_text(client.get(url(cast.GROUP, mission="the")).content.decode())
+    assert "Several missions have “the” in their goal: “" in several
+    assert "Type more of the goal, or pick one from the list." in several
+
+    suggestions = element(by_id, "id", "tl-mission-choices")
+    assert '<option value="demo-m-incidents">Summarise the incident reports of November' in (
+        suggestions
+    )
+    assert 'list="tl-work-item-choices"' in by_id
 
 
 def test_an_execution_grant_says_which_of_how_many_it_was(people: People) -> None:

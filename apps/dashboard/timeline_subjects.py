@@ -18,10 +18,11 @@ from apps.work.models import Mission, WorkItem
 from missionweave.protocol.identifiers import ID_PATTERN
 
 from .event_words import short_title
-from .item_names import SHOWN
 
 #: how many of the newest missions and WorkItems the filters suggest
 SUGGESTED = 50
+#: how many goals a "several match" error names (the field's list has the rest)
+LISTED = 3
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,14 @@ def find(kind: _Kind, group_id: str, typed: str) -> Found:
     matches = list(
         rows.filter(**{f"{kind.goal_field}__icontains": typed})
         .order_by(kind.newest)
-        .values_list(kind.id_field, kind.goal_field)[: SHOWN + 1]
+        .values_list(kind.id_field, kind.goal_field)[: LISTED + 1]
     )
     if len(matches) == 1:
         return Found(id=matches[0][0], goal=str(matches[0][1] or ""))
     if not matches:
         return Found(error=f"No {kind.noun} of this group has “{typed}” as its id or in its goal.")
-    named = ", ".join(short_title(str(goal)) for _id, goal in matches[:SHOWN])
-    more = " and more" if len(matches) > SHOWN else ""
+    named = ", ".join(short_title(str(goal)) for _id, goal in matches[:LISTED])
+    more = " and more" if len(matches) > LISTED else ""
     return Found(
         error=f"Several {kind.plural} have “{typed}” in their goal: {named}{more}. "
         "Type more of the goal, or pick one from the list."

@@ -98,10 +98,10 @@ def material(
     if estimate.gated != before.gated:
         return True
     age = (now - before.computed_at).total_seconds()
-    if estimate.gated or age < settle_s:
-        # waiting for a person, any start is "after the approval"; otherwise a change
-        # waits out ``settle_s`` and goes with the estimate of that moment
+    if estimate.gated:  # waiting for a person: any start is "after the approval"
         return age >= refresh_s
+    if age < settle_s:  # a change waits out ``settle_s``, then goes with that moment's estimate
+        return False
     if abs(estimate.confidence - before.confidence) >= confidence_shift:
         return True
     horizon = max(0.0, (before.start_latest - now).total_seconds())

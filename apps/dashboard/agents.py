@@ -217,8 +217,11 @@ def agent_members(group_id: str, *, only: str | None = None) -> list[Membership]
     return list(rows.order_by("principal"))
 
 
-def cards(group_id: str, *, only: str | None = None) -> list[AgentCardView]:
-    """Every agent member's card (or the one ``only`` names: ``agent:<id>``)."""
+def cards(
+    group_id: str, *, only: str | None = None, head: int | None = None
+) -> list[AgentCardView]:
+    """Every agent member's card (or the one ``only`` names: ``agent:<id>``); ``head``, the
+    group's head when the caller already read it (the page does, for its live stream)."""
     members = agent_members(group_id, only=only)
     views = {m.principal: AgentCardView(m.principal, tuple(m.roles)) for m in members}
     if not views:
@@ -231,15 +234,14 @@ def cards(group_id: str, *, only: str | None = None) -> list[AgentCardView]:
     _fill_leases(views, group_id)
     _fill_progress(views, group_id)
     _fill_failures(views, group_id)
-    _fill_activity(views, group_id)
+    _fill_activity(views, group_id, timeline_head(group_id) if head is None else head)
     return list(views.values())
 
 
-def _fill_activity(views: dict[str, AgentCardView], group_id: str) -> None:
+def _fill_activity(views: dict[str, AgentCardView], group_id: str, head: int) -> None:
     """When each agent's newest event among the group's last ``RECENT_ACTIVITY`` was
     recorded: one grouped query over a range of the log's key. "Last seen 18 min ago" was
     the session's opening for a coordinator that had sent a command a second before."""
-    head = timeline_head(group_id)
     rows = (
         Event.objects.filter(
             group_id=group_id,

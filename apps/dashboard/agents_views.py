@@ -39,8 +39,8 @@ def _stream(membership: Membership, head: int) -> dict[str, Any]:
     return card_pages.live_stream(membership, head, LIVE_FAMILIES)
 
 
-def _agents_context(membership: Membership) -> dict[str, Any]:
-    cards = agents.cards(membership.group_id)
+def _agents_context(membership: Membership, head: int | None = None) -> dict[str, Any]:
+    cards = agents.cards(membership.group_id, head=head)
     _shown(cards)
     refresh_url = reverse("dashboard:agents-section", args=[membership.group_id])
     return card_pages.cards_context(membership, cards, refresh_url)
@@ -51,7 +51,7 @@ def agents_page(request: HttpRequest, group: str) -> HttpResponse:
     """Every agent of the group, as a card."""
     membership = access_membership(request, group)
     head = selectors.timeline_head(group)  # before the projections: see views.group_detail
-    context = _agents_context(membership)
+    context = _agents_context(membership, head)
     context["stream"] = _stream(membership, head)
     return render(request, "dashboard/agents/page.html", context)
 
@@ -63,11 +63,13 @@ def agents_section(request: HttpRequest, group: str) -> HttpResponse:
     return render(request, "dashboard/agents/cards.html", _agents_context(membership))
 
 
-def _card_context(request: HttpRequest, group: str, agent: str) -> dict[str, Any]:
+def _card_context(
+    request: HttpRequest, group: str, agent: str, head: int | None = None
+) -> dict[str, Any]:
     membership = access_membership(request, group)
     if not is_id(agent):
         raise Http404("no such agent")
-    cards = agents.cards(group, only=agent_principal(agent))
+    cards = agents.cards(group, only=agent_principal(agent), head=head)
     if not cards:
         raise Http404("no such agent in this group")
     _shown(cards)
@@ -79,7 +81,7 @@ def _card_context(request: HttpRequest, group: str, agent: str) -> dict[str, Any
 def agent_page(request: HttpRequest, group: str, agent: str) -> HttpResponse:
     """One agent: its card, and its WorkItems in the group, filtered and paged."""
     head = selectors.timeline_head(group)
-    context = _card_context(request, group, agent)
+    context = _card_context(request, group, agent, head)
     card: agents.AgentCardView = context["card"]
     filter_ = request.GET.get("show", "")
     listing = agents.items_of(group, card.principal, filter_=filter_, page=request.GET.get("page"))

@@ -178,10 +178,33 @@ class TimelineEntry:
     work_item: str | None  # None: the mission's own event
     recorded_at: datetime | None = None
     words: str = ""  # the event in a sentence (event_words)
+    #: how many events in a row said the same of the same WorkItem (``run_together``), and
+    #: the oldest of them; this entry is the newest
+    repeats: int = 1
+    since: int | None = None
 
     @property
     def family(self) -> str:
         return event_family(self.type)
+
+
+def run_together(entries: Iterable[TimelineEntry]) -> tuple[TimelineEntry, ...]:
+    """Events in a row that say the same of the same WorkItem as one line, counted: the
+    authority's two checks of a submission read "recorded evidence …: pass" twice, and a
+    worker's reports filled the list with one sentence."""
+    lines: list[TimelineEntry] = []
+    for entry in entries:
+        last = lines[-1] if lines else None
+        if (
+            last is not None
+            and entry.words
+            and entry.words == last.words
+            and (entry.work_item == last.work_item)
+        ):
+            lines[-1] = replace(last, repeats=last.repeats + 1, since=entry.sequence)
+        else:
+            lines.append(entry)
+    return tuple(lines)
 
 
 @dataclass(frozen=True)
@@ -505,7 +528,7 @@ def mission_timeline(
     shown = sorted(entries.values(), key=lambda entry: -entry.sequence)[:TIMELINE_SHOWN]
     times = _recorded(mission.group_id, (entry.sequence for entry in shown))
     said = words_at(mission.group_id, (entry.sequence for entry in shown))
-    return tuple(
+    return run_together(
         TimelineEntry(
             e.sequence,
             e.type,

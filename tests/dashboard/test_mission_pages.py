@@ -803,3 +803,30 @@ def test_unfinished_work_items_are_named_by_goal_and_by_id_when_none_is_known() 
         "wi-2, wi-3, wi-4 and 2 more."
     )
     assert missions.unfinished_sentence(["wi-9"]) == "1 WorkItem is not finished: wi-9."
+
+
+def test_latest_events_saying_the_same_in_a_row_are_one_line_counted() -> None:
+    """The authority's two checks of a submission ("recorded evidence for “…”: pass") are one
+    line, "2 times in a row"; the same words about another WorkItem, or with another event
+    between, stay lines of their own."""
+    entry = missions.TimelineEntry
+    said = "The authority recorded evidence for “Write it up”: pass"
+    lines = missions.run_together(
+        [
+            entry(9, "evidence.recorded", "authority", "wi-1", words=said),
+            entry(8, "evidence.recorded", "authority", "wi-1", words=said),
+            entry(7, "evidence.recorded", "authority", "wi-2", words=said),
+            entry(6, "work.submitted", "agent:w2", "wi-1", words="w2 submitted “Write it up”"),
+            entry(5, "evidence.recorded", "authority", "wi-1", words=said),
+            entry(4, "mission.created", "agent:w1", None, words=""),
+            entry(3, "mission.created", "agent:w1", None, words=""),
+        ]
+    )
+    assert [(line.sequence, line.repeats, line.since) for line in lines] == [
+        (9, 2, 8),
+        (7, 1, None),
+        (6, 1, None),
+        (5, 1, None),
+        (4, 1, None),  # no words: never merged
+        (3, 1, None),
+    ]

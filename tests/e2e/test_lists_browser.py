@@ -64,7 +64,7 @@ def test_an_old_mission_is_found_from_the_group_page_and_the_lists_fit_a_phone(
     page.get_by_role("searchbox", name="Search missions").fill("week 0")
     page.get_by_role("button", name="Search").click()  # click 1
     expect(page).to_have_url(re.compile(r"/missions/\?q=week\+0"))
-    page.get_by_role("link", name=oldest).click()  # click 2
+    page.get_by_role("link", name="Reconcile the ledger of week 0", exact=True).click()  # click 2
     expect(page).to_have_url(f"{server.url}/groups/{world.group}/missions/{oldest}/")
     expect(page.get_by_role("navigation", name="Breadcrumb")).to_contain_text("Missions")
 

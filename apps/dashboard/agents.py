@@ -123,6 +123,13 @@ class Progress:
     recorded_at: datetime
     next_checkpoint: str = ""
     blockers: tuple[str, ...] = ()
+    #: the WorkItem's state now: once submitted or ended, the report is history and its
+    #: next checkpoint and blockers are not said ("next checkpoint: the report" of a verified one)
+    state: str = ""
+
+    @property
+    def work_done(self) -> bool:
+        return self.state == S.SUBMITTED or (bool(self.state) and self.state not in S.UNFINISHED)
 
 
 @dataclass(frozen=True)
@@ -358,12 +365,17 @@ def _fill_progress(views: dict[str, AgentCardView], group_id: str) -> None:
             newest[actor] = (sequence, recorded_at, json.loads(document).get("payload", {}))
     if not newest:
         return
-    titles = _titles(group_id, (str(p.get("work_item", "")) for _s, _r, p in newest.values()))
+    ids = {str(p.get("work_item", "")) for _s, _r, p in newest.values()}
+    rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=ids)
+    found = {item: (title, state) for item, title, state in rows.values_list(
+        "work_item_id", "title", "state")}  # fmt: skip
     for actor, (_sequence, recorded_at, payload) in newest.items():
         item = str(payload.get("work_item", ""))
+        title, state = found.get(item, ("", ""))
         views[actor].progress = Progress(
             work_item=item,
-            title=titles.get(item, ("", ""))[0],
+            title=title,
+            state=state,
             phase=str(payload.get("phase", "")),
             recorded_at=recorded_at,
             next_checkpoint=str(payload.get("next_checkpoint") or ""),

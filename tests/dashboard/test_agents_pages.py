@@ -26,6 +26,19 @@ def card_of(html: str, principal: str) -> str:
     return element(html, "data-agent", principal)
 
 
+def test_a_cards_last_progress_of_work_since_submitted_says_it_is_done(dash: Dashboard) -> None:
+    """R11.4-01: once the WorkItem is submitted, the report's "next checkpoint" says nothing
+    any more: the card says that work is done, and in which state."""
+    world = dash.world
+    busy = busy_world(world)
+    assert wf.submit_result(world, busy["running"], busy["lease"]).status == 201
+    html = logged_in(dash.maria).get(f"/groups/{world.group}/agents/").content.decode()
+    said = text(element(card_of(html, "agent:w2"), "data-field", "progress"))
+    assert "drafting the summary" in said
+    assert "that work is done (submitted)" in said
+    assert "next checkpoint" not in said
+
+
 def test_the_agents_pages_are_for_members_only(dash: Dashboard) -> None:
     """wire§4: a group the person is not a member of is 404, and so is an agent that is not a
     member of this group (an agent of the organisation that holds no role here), or no agent."""

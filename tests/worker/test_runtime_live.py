@@ -7,6 +7,8 @@ membership revoked under it stops that group's work only."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 from apps.registry import services
 from missionweave.client import AgentClient, CursorStore
 from missionweave.protocol import states as S
-from missionweave.worker.config import load_config
+from missionweave.worker.config import WorkerConfig, load_config
 from missionweave.worker.runtime import Worker
 from tests.ledger.rewrites import rewrite_history
 from tests.live_server import uvicorn_server
@@ -121,14 +123,12 @@ def test_a_revoked_membership_stops_that_groups_work_only(
     assert worker.errors == []
 
 
-def test_a_worker_stops_trusting_a_group_whose_history_was_rewritten(
+@contextmanager
+def watched_worker(
     live_org: LiveOrg, tmp_path: Path
-) -> None:
-    """Issue 33 §2 (R16-10, R16-11): the Worker keeps each group's signed head; after the
-    schema owner rewrites g-alpha's history under it (and re-signs over the forgery), the next
-    head check raises ``HistoryForked`` for g-alpha, naming both heads, while g-beta's work
-    still flows. The kept head survives a restart of the Worker (its state folder)."""
-    alpha, beta = GROUPS
+) -> Iterator[tuple[AgentClient, Worker, WorkerConfig]]:
+    """The coordinator's client and a running Worker checking its heads every 0.2 s; stopped
+    and closed on leaving."""
     config = load_config(live_org.write_config(tmp_path, head_check_s="0.2"))
     coordinator = live_org.coordinator_client()
     worker_client = AgentClient(
@@ -138,6 +138,23 @@ def test_a_worker_stops_trusting_a_group_whose_history_was_rewritten(
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:
+        yield coordinator, worker, config
+    finally:
+        worker.stop()
+        thread.join(timeout=30)
+        coordinator.close()
+        worker_client.close()
+
+
+def test_a_worker_stops_trusting_a_group_whose_history_was_rewritten(
+    live_org: LiveOrg, tmp_path: Path
+) -> None:
+    """Issue 33 §2 (R16-10, R16-11): the Worker keeps each group's signed head; after the
+    schema owner rewrites g-alpha's history under it (and re-signs over the forgery), the next
+    head check raises ``HistoryForked`` for g-alpha, naming both heads, while g-beta's work
+    still flows. The kept head survives a restart of the Worker (its state folder)."""
+    alpha, beta = GROUPS
+    with watched_worker(live_org, tmp_path) as (coordinator, worker, config):
         first = live_org.offer(coordinator, alpha)
         wait_for(lambda: item_of(coordinator, alpha, first)["state"] == S.SUBMITTED)
         head = coordinator.signed_head(alpha)
@@ -151,11 +168,6 @@ def test_a_worker_stops_trusting_a_group_whose_history_was_rewritten(
         quick = live_org.offer(coordinator, beta)
         wait_for(lambda: item_of(coordinator, beta, quick)["state"] == S.SUBMITTED)
         assert beta not in worker.head_watch.forked
-    finally:
-        worker.stop()
-        thread.join(timeout=30)
-        coordinator.close()
-        worker_client.close()
     assert CursorStore(config.state_dir / "queues.sqlite3").known_head(alpha) == head
 
 
@@ -166,15 +178,7 @@ def test_a_worker_takes_no_more_work_in_a_group_whose_history_was_rewritten(
     was running there stops at its next checkpoint and nothing more of it is sent — its
     queue came from the history it no longer trusts — while g-beta's work flows."""
     alpha, beta = GROUPS
-    config = load_config(live_org.write_config(tmp_path, head_check_s="0.2"))
-    coordinator = live_org.coordinator_client()
-    worker_client = AgentClient(
-        live_org.server.url, live_org.worker.id, live_org.worker.key, agent_card_version="1"
-    )
-    worker = Worker(config, worker_client)
-    thread = threading.Thread(target=worker.run)
-    thread.start()
-    try:
+    with watched_worker(live_org, tmp_path) as (coordinator, worker, _config):
         slow = live_org.offer(coordinator, alpha, kind="text.digest")
         wait_for(lambda: item_of(coordinator, alpha, slow)["state"] == S.ACTIVE)
         wait_for(lambda: worker.store.known_head(alpha) is not None)
@@ -190,9 +194,4 @@ def test_a_worker_takes_no_more_work_in_a_group_whose_history_was_rewritten(
         )["events"]
         assert [e for e in events if e["actor"] == live_org.worker.principal] == []
         assert item_of(coordinator, alpha, slow)["state"] == S.ACTIVE  # never submitted
-    finally:
-        worker.stop()
-        thread.join(timeout=30)
-        coordinator.close()
-        worker_client.close()
     assert worker.errors == []

@@ -15,9 +15,9 @@ from .recipients import Facts, People, is_person
 
 def people(group_id: str) -> People:
     """The group's active human members and their roles, and the roles its agents hold."""
-    rows = Membership.objects.filter(group_id=group_id, active=True).values_list(
-        "principal", "roles"
-    )
+    rows = list(
+        Membership.objects.filter(group_id=group_id, active=True).values_list("principal", "roles")
+    )  # read once, then split into people and agents
     agents = frozenset(role for p, roles in rows if not is_person(p) for role in roles or ())
     return People({p: frozenset(roles) for p, roles in rows if is_person(p)}, agent_roles=agents)
 

@@ -490,7 +490,7 @@ class Worker:
             log.warning("group %s: its history is not trusted: no more work taken there", group)
             for run in self._snapshot():
                 if run.group == group and not run.lost:
-                    self._lose(run, "its group's history contradicts a signed head")
+                    self._lose(run, "its group's history contradicts what this worker verified")
 
     # --- 2. outcomes -----------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ class Settlement:
         #: the log's head of each group with a kept result, read once online (``caught_up``);
         #: the worker clears it when the link goes offline
         self.heads = heads
-        #: groups whose history contradicts a signed head: their kept results wait on disk
+        #: groups whose history contradicts what the worker verified: their kept results wait
         self.distrusted = distrusted
 
     def settle(self) -> None:

@@ -39,8 +39,14 @@ from .models import GroupLog, SignedHead
 
 log = logging.getLogger(__name__)
 
-#: how often a head is signed again when another server signed one for the group meanwhile
-_SIGNING_ATTEMPTS = 5
+#: how often a head is signed again when another server signed one for the group meanwhile.
+#: A lost attempt is another server's won one (lock-free: the loop always progresses). A loss
+#: at the same sequence returns the winner's head; a loss to a head *behind* ours (a server
+#: that read an older log) signs again after it, so one server may lose once per log position
+#: between the oldest reader's and its own. Five was exactly that many in
+#: ``test_servers_signing_at_once_leave_one_chain`` (four commands between eight signers),
+#: and CI saw it run out under load; twenty leaves room for a busy group
+_SIGNING_ATTEMPTS = 20
 
 
 @functools.cache

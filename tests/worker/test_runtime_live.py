@@ -106,12 +106,7 @@ def test_a_revoked_membership_stops_that_groups_work_only(
                 alpha in worker.revoked and all(run.group != alpha for run in worker._snapshot())
             )
         )
-        quick = live_org.offer(coordinator, beta)
-        wait_for(lambda: item_of(coordinator, beta, quick)["state"] == S.SUBMITTED)
-        events = coordinator.get_json(
-            f"/groups/{alpha}/events", params={"after": revoked_at, "limit": 1000}
-        )["events"]
-        assert [e for e in events if e["actor"] == live_org.worker.principal] == []
+        assert_fenced_while_the_other_flows(live_org, coordinator, alpha, beta, after=revoked_at)
         assert item_of(coordinator, alpha, slow)["owner"] != live_org.worker.principal
         assert worker.revoked == {alpha}
     finally:
@@ -121,6 +116,19 @@ def test_a_revoked_membership_stops_that_groups_work_only(
         worker_client.close()
     assert outcome == {"clean": True}
     assert worker.errors == []
+
+
+def assert_fenced_while_the_other_flows(
+    live_org: LiveOrg, coordinator: AgentClient, fenced: str, other: str, *, after: int
+) -> None:
+    """A new item in ``other`` is done end to end, and the worker sent nothing to ``fenced``
+    after its event ``after`` (R0-01: one group's fence leaves the others working)."""
+    quick = live_org.offer(coordinator, other)
+    wait_for(lambda: item_of(coordinator, other, quick)["state"] == S.SUBMITTED)
+    events = coordinator.get_json(
+        f"/groups/{fenced}/events", params={"after": after, "limit": 1000}
+    )["events"]
+    assert [e for e in events if e["actor"] == live_org.worker.principal] == []
 
 
 @contextmanager
@@ -187,11 +195,6 @@ def test_a_worker_takes_no_more_work_in_a_group_whose_history_was_rewritten(
         wait_for(lambda: all(run.group != alpha for run in worker._snapshot()))
         assert worker.distrusted == {alpha}
         stopped_at = coordinator.signed_head(alpha)["sequence"]
-        quick = live_org.offer(coordinator, beta)
-        wait_for(lambda: item_of(coordinator, beta, quick)["state"] == S.SUBMITTED)
-        events = coordinator.get_json(
-            f"/groups/{alpha}/events", params={"after": stopped_at, "limit": 1000}
-        )["events"]
-        assert [e for e in events if e["actor"] == live_org.worker.principal] == []
+        assert_fenced_while_the_other_flows(live_org, coordinator, alpha, beta, after=stopped_at)
         assert item_of(coordinator, alpha, slow)["state"] == S.ACTIVE  # never submitted
     assert worker.errors == []

@@ -129,7 +129,7 @@ class Progress:
 
     @property
     def work_done(self) -> bool:
-        return self.state == S.SUBMITTED or (bool(self.state) and self.state not in S.UNFINISHED)
+        return self.state in S.WORK_DONE
 
 
 @dataclass(frozen=True)
@@ -346,12 +346,12 @@ def _recent(group_id: str, type_: str, limit: int) -> list[tuple[int, str, datet
     )
 
 
-def _titles(group_id: str, items: Iterable[str]) -> dict[str, tuple[str, str]]:
-    """Each WorkItem's title and owner, one query."""
+def _titles(group_id: str, items: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+    """Each WorkItem's title, owner and state, one query."""
     rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=set(items))
     return {
-        item: (title, owner)
-        for item, title, owner in rows.values_list("work_item_id", "title", "owner")
+        item: (title, owner, state)
+        for item, title, owner, state in rows.values_list("work_item_id", "title", "owner", "state")
     }
 
 
@@ -365,13 +365,10 @@ def _fill_progress(views: dict[str, AgentCardView], group_id: str) -> None:
             newest[actor] = (sequence, recorded_at, json.loads(document).get("payload", {}))
     if not newest:
         return
-    ids = {str(p.get("work_item", "")) for _s, _r, p in newest.values()}
-    rows = WorkItem.objects.filter(group_id=group_id, work_item_id__in=ids)
-    found = {item: (title, state) for item, title, state in rows.values_list(
-        "work_item_id", "title", "state")}  # fmt: skip
+    titles = _titles(group_id, (str(p.get("work_item", "")) for _s, _r, p in newest.values()))
     for actor, (_sequence, recorded_at, payload) in newest.items():
         item = str(payload.get("work_item", ""))
-        title, state = found.get(item, ("", ""))
+        title, _owner, state = titles.get(item, ("", "", ""))
         views[actor].progress = Progress(
             work_item=item,
             title=title,
@@ -416,7 +413,7 @@ def _fill_failures(views: dict[str, AgentCardView], group_id: str) -> None:
     titles = _titles(group_id, (str(p.get("work_item", "")) for _s, _a, _r, p, _f in found))
     for sequence, actor, recorded_at, payload, final in sorted(found, key=lambda f: -f[0]):
         item = str(payload.get("work_item", ""))
-        title, owner = titles.get(item, ("", ""))
+        title, owner, _state = titles.get(item, ("", "", ""))
         by_owner = "lease_id" in payload
         whose = actor if by_owner else owner
         view = views.get(whose)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from apps.work.models import Mission, WorkItem
+from apps.work.models import WorkItem
 
 from .event_words import short_title
+from .selectors import mission_goal
 
 #: how many WorkItems a sentence names before it counts the rest ("and 2 more")
 SHOWN = 5
@@ -38,8 +39,7 @@ def item_named(group_id: str, work_item: str) -> str:
 
 def mission_named(group_id: str, mission: str) -> str:
     """One mission for a sentence: its goal in quotes, its id when the group has none."""
-    goal = Mission.objects.filter(group_id=group_id, mission_id=mission)
-    found = goal.values_list("goal", flat=True).first()
+    found = mission_goal(group_id, mission)
     return short_title(found) if found and found.strip() else mission
 
 

@@ -165,7 +165,7 @@ class ItemSummary:
     def work_done(self) -> bool:
         """Submitted or ended: its latest report is history, and its next checkpoint and
         finish estimate no longer say anything (a verified item read "finish by …")."""
-        return self.state == S.SUBMITTED or self.state not in S.UNFINISHED
+        return self.state in S.WORK_DONE
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from apps.ledger.models import GroupLog
+from apps.ledger.head import committed_head
 from apps.registry.models import Membership
 
 from . import hook_outbox, hook_signing, hook_targets, hook_tasks
@@ -62,7 +62,6 @@ def create(
     """Save a hook (``url`` checked by ``hook_targets.check``); a webhook gets a new secret.
     It receives the news of events after the group's head as it is now (``after_sequence``)."""
     url = hook_targets.check(kind, url)
-    head = GroupLog.objects.filter(group_id=group_id).values_list("head_sequence", flat=True)
     secret = hook_signing.new_secret() if kind == HookKind.WEBHOOK else ""
     hook = GroupHook.objects.create(
         group_id=group_id,
@@ -73,7 +72,7 @@ def create(
         secret=secret,
         kinds=sorted(set(kinds)),
         created_by=by if by.pk else None,
-        after_sequence=head.first() or 0,
+        after_sequence=committed_head(group_id) or 0,
     )
     return Created(hook=hook, secret=secret)
 

@@ -31,6 +31,8 @@ TERMINAL = frozenset({VERIFIED, CANCELLED})
 #: for ``all_terminal`` dependency policies (wire.md §9)
 DEPENDENCY_TERMINAL = frozenset({VERIFIED, FAILED, CANCELLED})
 UNFINISHED = frozenset({OPEN, OFFERED, QUEUED, ACTIVE, BLOCKED, SUBMITTED})
+#: the worker's part is over — submitted, or ended — so its last progress report is history
+WORK_DONE = frozenset({SUBMITTED, VERIFIED, FAILED, CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,6 @@ from django.db.models.expressions import RawSQL
 from apps.ledger.models import Event, GroupLog
 from apps.ledger.storage_check import storage_problems
 from apps.registry.models import Membership
-from apps.work.models import Mission
 
 from . import event_words, timeline_subjects
 from .event_lookup import lookup_for
@@ -119,8 +118,7 @@ def read_filters(group_id: str, query: Mapping[str, str]) -> Filters:
             errors["mission"] = mission.error
         else:
             values["mission"] = mission.id  # the pager's links carry the id it came to
-            items = Mission.objects.filter(group_id=group_id, mission_id=mission.id)
-            listed = items.values_list("work_items", flat=True).first() or ()
+            listed = mission.extra if isinstance(mission.extra, list) else ()
             found |= {"mission": mission.id, "mission_goal": mission.goal}
             found["mission_items"] = tuple(str(i) for i in listed[:MISSION_ITEMS_LIMIT])
     if values["work_item"]:

@@ -32,6 +32,8 @@ class Found:
     id: str = ""
     goal: str = ""
     error: str = ""
+    #: the row's ``_Kind.extra`` column, read with it (a mission's WorkItems)
+    extra: object = None
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,13 @@ class _Kind:
     newest: str
     noun: str
     plural: str
+    #: one more column the filter needs of the row it finds
+    extra: str = "pk"
 
 
-MISSION = _Kind(Mission, "mission_id", "goal", "-created_sequence", "mission", "missions")
+MISSION = _Kind(
+    Mission, "mission_id", "goal", "-created_sequence", "mission", "missions", "work_items"
+)
 WORK_ITEM = _Kind(WorkItem, "work_item_id", "title", "-id", "WorkItem", "WorkItems")
 
 
@@ -63,21 +69,21 @@ def _rows(kind: _Kind, group_id: str) -> QuerySet:
 def find(kind: _Kind, group_id: str, typed: str) -> Found:
     """The mission (WorkItem) ``typed`` names in ``group_id``: by id, else by goal words."""
     rows = _rows(kind, group_id)
+    columns = (kind.id_field, kind.goal_field, kind.extra)
     if ID_PATTERN.match(typed):
-        goal = rows.filter(**{kind.id_field: typed}).values_list(kind.goal_field, flat=True)
-        hit = goal.first()
+        hit = rows.filter(**{kind.id_field: typed}).values_list(*columns).first()
         if hit is not None:
-            return Found(id=typed, goal=str(hit or ""))
+            return Found(id=typed, goal=str(hit[1] or ""), extra=hit[2])
     matches = list(
         rows.filter(**{f"{kind.goal_field}__icontains": typed})
         .order_by(kind.newest)
-        .values_list(kind.id_field, kind.goal_field)[: LISTED + 1]
+        .values_list(*columns)[: LISTED + 1]
     )
     if len(matches) == 1:
-        return Found(id=matches[0][0], goal=str(matches[0][1] or ""))
+        return Found(id=matches[0][0], goal=str(matches[0][1] or ""), extra=matches[0][2])
     if not matches:
         return Found(error=f"No {kind.noun} of this group has “{typed}” as its id or in its goal.")
-    named = ", ".join(short_title(str(goal)) for _id, goal in matches[:LISTED])
+    named = ", ".join(short_title(str(goal)) for _id, goal, _extra in matches[:LISTED])
     more = " and more" if len(matches) > LISTED else ""
     return Found(
         error=f"Several {kind.plural} have “{typed}” in their goal: {named}{more}. "

@@ -4,7 +4,7 @@
 // (issue 34 §3). When the submission is decided by someone else, the page says who and when
 // (server-rendered) and shows the unsent verdicts until the person discards them. The page
 // follows the group's log, refreshes the review when evidence or a decision about this
-// WorkItem arrives, keeps the person's reservation alive while it stays open, and enables
+// WorkItem arrives, keeps the person's reservation alive while they are at it, and enables
 // Accept only once every criterion has a verdict and nothing holds it (the server decides
 // again on submit).
 //
@@ -364,6 +364,31 @@ function csrfToken() {
   return field ? field.value : "";
 }
 
+// The reservation is renewed only while the person is here: the tab is shown and they did
+// something on the page since the last renewal. A tab left open and alone lets it run out by
+// itself (within a quarter of an hour), so nobody holds the coordinator off by walking away;
+// their first sign of life afterwards reserves again, if nobody else holds it by then.
+const ACTIVITY = ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "input"];
+let activeSinceRenewal = true;
+let lapsing = false;
+
+function noteActivity() {
+  activeSinceRenewal = true;
+  if (lapsing && !document.hidden) {
+    lapsing = false;
+    reserve();
+  }
+}
+
+function renewIfHere() {
+  if (activeSinceRenewal && !document.hidden) {
+    activeSinceRenewal = false;
+    reserve();
+  } else {
+    lapsing = true;
+  }
+}
+
 async function reserve() {
   if (!data.may_reserve || document.hidden || body().dataset.open !== "true") return;
   try {
@@ -401,7 +426,13 @@ show(fromHash() >= 0 ? fromHash() : firstUnjudged());
 keepCountingDown();
 refreshTextLimits(); // the drafted notes just put back fire no input event
 if (data.may_reserve && data.reserved_for_s < RENEW_MS / 1000) reserve();
-setInterval(reserve, RENEW_MS);
+for (const kind of ACTIVITY) {
+  window.addEventListener(kind, noteActivity, { passive: true, capture: true });
+}
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) noteActivity();
+});
+setInterval(renewIfHere, RENEW_MS);
 followWhileShown(
   new GroupStream({
     group: data.group,

@@ -25,7 +25,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Response, expect
 
 from apps.registry import services
 from missionweave.client import AgentClient, ApiError
@@ -279,6 +279,57 @@ def test_a_persons_reservation_holds_the_decision_and_submit_and_next_skips_deci
         rita.locator("#then-next").uncheck()
         rita.goto(review_url(stack, group, third))
         expect(rita.locator("#then-next")).not_to_be_checked()
+
+
+def test_an_idle_review_page_lets_the_reservation_run_out_and_the_persons_return_takes_it_back(
+    cast: Cast, stack: LiveServer, browser: Browser, contexts: list[BrowserContext]
+) -> None:
+    """Issue 34 §2 ("nothing can stall"): the page renews the person's reservation only while
+    they are at it. Opened, it reserves; the first renewal follows; then, left alone, it sends
+    no renewal however long the tab stays open — so the reservation runs out by itself and the
+    coordinator is not held off by a tab nobody looks at. The person's first key press
+    afterwards reserves again at once. Time is the browser's fake clock: the test counts the
+    page's reservation requests, each one answered by the real server."""
+    world = cast.world
+    group = world.group
+    coordinator, worker = agents(stack, world)
+    with coordinator, worker:
+        active = start_item(coordinator, worker, group)
+        submit_report(worker, active)
+        checked(coordinator, group, active.work_item)
+
+        rita = signed_in(browser, contexts, stack, cast.rita)
+        answered: list[int] = []
+
+        def count(response: Response) -> None:
+            if response.request.method == "POST" and response.url.endswith("/review/reserve/"):
+                answered.append(response.status)
+
+        def sent(n: int) -> list[int]:
+            """The reservations answered once ``n`` are (Playwright hears events while it waits)."""
+            for _ in range(200):
+                if len(answered) >= n:
+                    break
+                rita.wait_for_timeout(50)
+            return answered
+
+        rita.on("response", count)
+        rita.clock.install()
+        rita.goto(review_url(stack, group, active.work_item))
+        expect(rita.locator("#reservation")).to_contain_text("Reserved for you")
+        assert len(sent(1)) == 1, answered  # opened: reserved
+
+        rita.clock.run_for("04:01")  # opening counts as being there: renewed once
+        assert len(sent(2)) == 2, answered
+        rita.clock.run_for("30:00")  # nobody at the page: nothing more is sent
+        rita.wait_for_timeout(300)
+        assert len(answered) == 2
+
+        rita.locator("#criterion-c1").focus()
+        rita.keyboard.press("p")  # she is back: reserved again at once
+        assert len(sent(3)) == 3, answered
+        assert answered == [200, 200, 200]
+        expect(rita.locator("#reservation")).to_contain_text("Reserved for you")
 
 
 def test_a_decision_by_someone_else_keeps_the_persons_draft_visible(

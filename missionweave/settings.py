@@ -341,6 +341,9 @@ DEFAULT_FROM_EMAIL = mail_settings.from_address(os.environ)
 MWP_PUBLIC_URL = os.environ.get("MWP_PUBLIC_URL", "http://127.0.0.1:8000")
 #: a start-by deadline this close (seconds) reminds the people who can still save it
 MWP_NOTIFY_DEADLINE_LEAD_S = float(os.environ.get("MWP_NOTIFY_DEADLINE_LEAD_S") or 600)
+#: a block an agent coordinator has not answered after this long (seconds) tells the mission
+#: owners (apps/notifications/blocks.py); with no agent coordinating, they are told at once
+MWP_NOTIFY_BLOCK_GRACE_S = float(os.environ.get("MWP_NOTIFY_BLOCK_GRACE_S") or 120)
 #: the hour (UTC) the daily digest is sent
 MWP_NOTIFY_DIGEST_HOUR = int(os.environ.get("MWP_NOTIFY_DIGEST_HOUR") or 8)
 #: how often the beat catches up on the log and looks for near deadlines
@@ -482,7 +485,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 # Notifications (issue 36; apps/notifications): catching up on the log, start-by reminders,
-# email resends, and the daily digest at MWP_NOTIFY_DIGEST_HOUR (UTC).
+# blocks nobody answered, email resends, and the daily digest at MWP_NOTIFY_DIGEST_HOUR (UTC).
 CELERY_BEAT_SCHEDULE |= {
     "notifications-catch-up": {
         "task": "apps.notifications.tasks.catch_up",
@@ -491,6 +494,11 @@ CELERY_BEAT_SCHEDULE |= {
     },
     "notifications-deadlines": {
         "task": "apps.notifications.tasks.remind_deadlines",
+        "schedule": MWP_NOTIFY_INTERVAL_S,
+        "options": {"expires": max(60.0, 10 * MWP_NOTIFY_INTERVAL_S)},
+    },
+    "notifications-blocks": {
+        "task": "apps.notifications.tasks.remind_blocked",
         "schedule": MWP_NOTIFY_INTERVAL_S,
         "options": {"expires": max(60.0, 10 * MWP_NOTIFY_INTERVAL_S)},
     },

@@ -28,7 +28,7 @@ from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from . import facts
 from .producing import Produced, Recipients, store
-from .recipients import Facts, People, deadline_drafts, waiting_for_approval
+from .recipients import deadline_drafts, waiting_for_approval
 
 LIMIT = 500
 
@@ -45,7 +45,7 @@ def remind(*, lead_s: float | None = None) -> Produced:
     ).order_by("due_at")[:LIMIT]
     done = Produced()
     book = Recipients()
-    groups: dict[str, tuple[str, People]] = {}  # read once per group, not per item
+    groups = facts.GroupsRead()
     for row in rows:
         item = row.to_state()
         if item.start_deadline is None:
@@ -54,10 +54,7 @@ def remind(*, lead_s: float | None = None) -> Produced:
         if not worth_a_reminder(item, remaining_s):
             continue
         minutes = max(1, math.ceil(remaining_s / 60))
-        if row.group_id not in groups:
-            groups[row.group_id] = (facts.group_name(row.group_id), facts.people(row.group_id))
-        group_name, people = groups[row.group_id]
-        found = Facts(group=row.group_id, group_name=group_name, people=people, item=item)
+        found = groups.facts(row.group_id, item)
         drafts = deadline_drafts(found, item.start_deadline, minutes, facts.display_name)
         with transaction.atomic():
             store(drafts, row.group_id, book, done)

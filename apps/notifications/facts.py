@@ -3,12 +3,14 @@ from the registry's memberships and the work app's rows, never written."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
 
 from apps.registry.models import AgentCard, Group, Membership
 from apps.work.models import Mission, WorkItem
+from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .recipients import Facts, People, is_person
 
@@ -24,6 +26,20 @@ def people(group_id: str) -> People:
 
 def group_name(group_id: str) -> str:
     return Group.objects.filter(pk=group_id).values_list("name", flat=True).first() or group_id
+
+
+@dataclass
+class GroupsRead:
+    """Each group's name and people, read once per run of a beat task (``deadlines``,
+    ``blocks``) rather than once per WorkItem it looks at."""
+
+    read: dict[str, tuple[str, People]] = field(default_factory=dict)
+
+    def facts(self, group_id: str, item: WorkItemState) -> Facts:
+        if group_id not in self.read:
+            self.read[group_id] = (group_name(group_id), people(group_id))
+        name, members = self.read[group_id]
+        return Facts(group=group_id, group_name=name, people=members, item=item)
 
 
 def item_row(group_id: str, work_item: str) -> WorkItem | None:

@@ -26,7 +26,9 @@ sent_back          whoever asked for the work (as above) and the human mission o
 mission_ready      the group's human mission owners (R10.2-22: nothing unfinished)
 deadline_near      (``deadlines``) the mission owners who may still approve, when the
                    item waits for approval; otherwise the human mission owners
-work_blocked       the group's human mission owners
+work_blocked       the group's human mission owners: at once when no agent coordinates
+                   the group; otherwise (``blocks``) only once the block has waited
+                   ``MWP_NOTIFY_BLOCK_GRACE_S`` without the coordinator's answer
 membership_changed the person whose membership changed
 asked_of_you       the people named by ``work.ask`` (issue 36 §4), never the asker
 =================  ==================================================================
@@ -362,18 +364,36 @@ def mission_ready(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draf
 
 
 def work_blocked(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
+    """A block the group's agent coordinator will answer (R11.4-06; the demo's does within
+    20 s) tells nobody now: ``blocks`` tells the mission owners if it is still unanswered
+    after the grace time. With no agent coordinating, only a person can answer it: at once.
+    A block already answered when the producer reads it tells nobody."""
     item = facts.item
-    if item is None:
+    if item is None or item.state != S.BLOCKED or COORDINATOR in facts.people.agent_roles:
         return []
-    resolution = str(event["payload"].get("required_resolution") or "")
+    return blocked_drafts(facts, name)
+
+
+def blocked_drafts(facts: Facts, name: Namer, *, waited_min: int = 0) -> list[Draft]:
+    """The mission owners told that ``facts.item`` is blocked, once per block (its key names
+    the moment it blocked, so the producer's and the beat's drafts of one block are one)."""
+    item = facts.item
+    if item is None or item.state != S.BLOCKED:
+        return []
+    held = item.blocked_for or {}
+    resolution = str(held.get("resolution") or "")
+    body = f"It needs: “{resolution}”" if resolution else ""  # its own words, quoted
+    if waited_min:
+        body = f"{body} Nobody has answered it for {waited_min} min.".strip()
+    blocker = name(str(held.get("by") or item.owner or ""))
     return _drafts(
         facts.people.with_role(MISSION_OWNER),
         Kind.WORK_BLOCKED,
-        event["event_id"],
+        f"{item.id}@{item.blocked_at or held.get('at', '')}",
         subject_type="work_item",
         subject_id=item.id,
-        title=f"{name(event['actor'])} is blocked on “{_item_title(item)}”",
-        body=f"It needs: “{resolution}”" if resolution else "",  # its own words, quoted
+        title=f"{blocker} is blocked on “{_item_title(item)}”",
+        body=body,
         link=item_link(facts.group, item.id),
     )
 

@@ -1,5 +1,5 @@
 """Celery tasks of the notifications (issue 36): producing from the log, the start-by
-reminders, the daily digest, and sending each email with retries.
+reminders, blocks nobody answered, the daily digest, and sending each email with retries.
 
 The producer and the sends are hinted after commit (``hint_produce``, ``queue_emails``) and
 found again by the beat (``catch_up``, ``resend_pending``), so a lost hint only delays; every
@@ -19,7 +19,7 @@ from django.utils import timezone
 from apps.ledger.models import GroupLog
 from missionweave.celery import app
 
-from . import deadlines, digests, hook_tasks, producing, sending
+from . import blocks, deadlines, digests, hook_tasks, producing, sending
 from .models import Delivery, DeliveryStatus, NotificationCursor
 
 logger = logging.getLogger(__name__)
@@ -79,6 +79,15 @@ def catch_up() -> dict[str, Any]:
 def remind_deadlines() -> dict[str, Any]:
     """Start-by reminders within the lead time (``deadlines``)."""
     done = deadlines.remind()
+    queue_emails(done.emails)
+    hook_tasks.queue(done.hooks)
+    return {"created": len(done.created)}
+
+
+@app.task(name="apps.notifications.tasks.remind_blocked")
+def remind_blocked() -> dict[str, Any]:
+    """Blocks still unanswered after the grace time (``blocks``)."""
+    done = blocks.remind()
     queue_emails(done.emails)
     hook_tasks.queue(done.hooks)
     return {"created": len(done.created)}

@@ -21,6 +21,7 @@ from apps.notifications import hook_signing, hooks
 from apps.notifications.hook_models import DeliveryAttempt, GroupHook, HookKind, HookMessage
 from apps.notifications.models import Delivery, Notification
 from tests import factories
+from tests.dashboard import workflows as wf
 from tests.notifications.delivery import PUBLIC_URL, WAIT_S, delivery_env, settle
 from tests.notifications.hook_receiver import receiver
 from tests.notifications.mailbox import smtp_server
@@ -112,6 +113,36 @@ def test_a_webhook_refused_twice_is_delivered_once_signed_and_chat_goes_through_
         # the kinds filter: the hook for blocked work got nothing
         assert filtered.requests() == []
         assert not HookMessage.objects.filter(hook__name="blocked").exists()
+
+
+def test_a_block_the_coordinator_leaves_unanswered_reaches_the_hook_once_by_the_beat(
+    start_celery: Callable[..., object], hints_to: Callable, tmp_path: Path
+) -> None:
+    """R11.4-04..06: w1, an agent, coordinates, so the block itself tells nobody; the worker's
+    embedded beat (``remind_blocked``, grace 1 s here) finds it still unanswered and the
+    group's ``work_blocked`` hook receives it once, in the worker's words, as the mission
+    owners' inboxes do."""
+    with receiver(tmp_path / "blocked") as blocked_hook:
+        story = cast()
+        _hook(story, "blocked", HookKind.WEBHOOK, blocked_hook.url, ["work_blocked"])
+        env = worker_env(tmp_path, MWP_NOTIFY_BLOCK_GRACE_S="1")
+        with start_celery(extra_env=env) as processes:
+            hints_to(processes)
+            world = story.world
+            item = wf.queued(world, wf.mission(world))
+            wf.block(world, item, wf.start(world, item), "access to the archive")
+            assert blocked_hook.wait_for(1, timeout=WAIT_S), processes.log()
+            time.sleep(2.0)  # the beat's later runs, every half second, add nothing
+
+        (request,) = blocked_hook.requests()
+        document = request.json()
+        assert document["kind"] == "work_blocked"
+        assert document["subject"] == {"type": "work_item", "id": item}
+        assert document["body"] == (
+            "It needs: “access to the archive” Nobody has answered it for 1 min."
+        )
+        told = Notification.objects.filter(kind="work_blocked", subject_id=item)
+        assert sorted(told.values_list("user__username", flat=True)) == ["olga", "omar"]
 
 
 def test_a_hook_that_keeps_failing_is_turned_off_and_its_admins_told(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.notifications import producing
+from apps.notifications import blocks, producing
 from apps.notifications.kinds import Kind
 from apps.notifications.models import Notification
 from tests import factories
@@ -60,15 +60,48 @@ def test_a_submission_agents_carry_tells_nobody() -> None:
     assert [who for who, _link in told(Kind.REVIEW_WAITING, person)] == ["rita"]
 
 
-def test_blocked_work_tells_the_mission_owners() -> None:
+def test_a_block_the_agent_coordinator_leaves_unanswered_tells_the_mission_owners_once() -> None:
+    """R11.4-04..06: w1, an agent, coordinates, so the block itself tells nobody (it answers
+    within moments); the beat's ``blocks.remind`` tells olga once the block has waited out
+    the grace time, in the worker's words, and a second run tells nobody again."""
     world = world_with_a_reviewer()
     mission = wf.mission(world)
     item = wf.queued(world, mission)
     wf.block(world, item, wf.start(world, item), "access to the archive")
     produce_all(world.group)
+    assert told(Kind.WORK_BLOCKED, item) == []
+    assert blocks.remind(grace_s=120).created == []  # blocked moments ago: not yet
+    assert len(blocks.remind(grace_s=0).created) == 1
     assert told(Kind.WORK_BLOCKED, item) == [("olga", f"/groups/{world.group}/work-items/{item}/")]
     blocked = Notification.objects.get(kind=Kind.WORK_BLOCKED)
-    assert blocked.body == "It needs: “access to the archive”"  # the agent's words, quoted
+    assert blocked.body == (  # the agent's words, quoted
+        "It needs: “access to the archive” Nobody has answered it for 1 min."
+    )
+    assert blocks.remind(grace_s=0).created == []
+
+
+def test_a_block_answered_within_the_grace_time_tells_nobody() -> None:
+    world = world_with_a_reviewer()
+    item = wf.queued(world, wf.mission(world))
+    wf.block(world, item, wf.start(world, item), "access to the archive")
+    answer = {"work_item": item, "to": "queued"}
+    assert wf.submit(world.w1, world.group, "work.unblock", answer).status == 201
+    produce_all(world.group)
+    assert blocks.remind(grace_s=0).created == []
+    assert told(Kind.WORK_BLOCKED, item) == []
+
+
+def test_a_block_only_a_person_can_answer_tells_the_mission_owners_at_once() -> None:
+    """No agent coordinates (w1 keeps only the worker role): the producer tells olga with
+    the block itself, and the beat's later run, under the same key, adds nothing."""
+    world = world_with_a_reviewer()
+    item = wf.queued(world, wf.mission(world))
+    lease = wf.start(world, item)
+    factories.grant(world.alice, world.group, world.w1, "worker")
+    wf.block(world, item, lease, "access to the archive")
+    produce_all(world.group)
+    assert [who for who, _link in told(Kind.WORK_BLOCKED, item)] == ["olga"]
+    assert blocks.remind(grace_s=0).created == []
 
 
 def test_a_submission_waits_for_the_reviewers_and_a_sent_back_one_tells_the_owners() -> None:

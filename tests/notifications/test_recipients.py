@@ -13,6 +13,7 @@ from apps.notifications.recipients import (
     TRIGGERS,
     Facts,
     People,
+    blocked_drafts,
     deadline_drafts,
     drafts_for,
     finished_words,
@@ -79,7 +80,7 @@ def event(type_: str, actor: str = "agent:w2", sequence: int = 9, **payload: Any
 
 
 def facts(**fields: Any) -> Facts:
-    return Facts(group="g", group_name="Research", people=PEOPLE, **fields)
+    return Facts(**{"group": "g", "group_name": "Research", "people": PEOPLE, **fields})
 
 
 def told(drafts: list) -> dict[str, list[str]]:
@@ -198,11 +199,47 @@ def test_a_mission_is_ready_once_nothing_is_unfinished() -> None:
     assert drafts_for(accepted, ended, name) == []
 
 
-def test_blocked_work_tells_the_mission_owners() -> None:
+def blocked_item(**fields: Any) -> WorkItem:
+    at = "2026-12-07T20:00:00.000Z"
+    held = {"resolution": "access to the archive", "by": "agent:w2", "at": at}
+    return item(state="blocked", blocked_at=at, blocked_for=held, **fields)
+
+
+def test_blocked_work_tells_the_mission_owners_at_once_when_no_agent_coordinates() -> None:
+    """R11.4-04, R11.4-06: only a person can answer it, so the owners hear of it now, in the
+    worker's own words, once per block (the key names when it blocked)."""
     blocked = event("work.blocked", required_resolution="access to the archive")
-    drafts = drafts_for(blocked, facts(item=item(state="blocked")), name)
+    drafts = drafts_for(blocked, facts(item=blocked_item()), name)
     assert told(drafts) == {"work_blocked": [OLGA, OMAR, OTTO]}
-    assert "access to the archive" in drafts[0].body
+    assert drafts[0].title == "W2 is blocked on “Summarise the reports”"
+    assert drafts[0].body == "It needs: “access to the archive”"
+    assert drafts[0].key == "wi-1@2026-12-07T20:00:00.000Z"
+
+
+def test_a_block_an_agent_coordinator_will_answer_tells_nobody_now() -> None:
+    """The agent answers it within moments; ``blocks`` tells the owners if it does not."""
+    blocked = event("work.blocked", required_resolution="access to the archive")
+    agents = replace(PEOPLE, agent_roles=frozenset({"coordinator", "worker"}))
+    assert drafts_for(blocked, facts(item=blocked_item(), people=agents), name) == []
+    agent_workers_only = replace(PEOPLE, agent_roles=frozenset({"worker"}))
+    found = facts(item=blocked_item(), people=agent_workers_only)
+    assert told(drafts_for(blocked, found, name)) == {"work_blocked": [OLGA, OMAR, OTTO]}
+
+
+def test_a_block_answered_before_the_producer_reads_it_tells_nobody() -> None:
+    blocked = event("work.blocked", required_resolution="access to the archive")
+    assert drafts_for(blocked, facts(item=item(state="queued")), name) == []
+
+
+def test_a_block_nobody_answered_says_how_long_it_waited_under_the_same_key() -> None:
+    """The beat's draft of a block is the producer's (one key): nobody is told twice."""
+    found = facts(item=blocked_item())
+    later = blocked_drafts(found, name, waited_min=3)
+    assert told(later) == {"work_blocked": [OLGA, OMAR, OTTO]}
+    assert later[0].body == "It needs: “access to the archive” Nobody has answered it for 3 min."
+    blocked = event("work.blocked", required_resolution="access to the archive")
+    assert {d.key for d in later} == {d.key for d in drafts_for(blocked, found, name)}
+    assert blocked_drafts(facts(item=item(state="queued")), name, waited_min=3) == []
 
 
 def test_a_membership_change_tells_only_that_person() -> None:

@@ -337,9 +337,10 @@ def finished_words(count: int, verified: int) -> str:
     if count == 1:
         verdict = "and verified" if verified else "but not verified"
         return f"Its WorkItem is finished {verdict}."
+    every = "Both" if count == 2 else f"All {count:,}"
     if verified == count:
-        return f"All {count:,} WorkItems are finished and verified."
-    return f"All {count:,} WorkItems are finished; {verified:,} of them verified."
+        return f"{every} WorkItems are finished and verified."
+    return f"{every} WorkItems are finished; {verified:,} of them verified."
 
 
 def mission_ready(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:

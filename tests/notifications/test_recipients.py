@@ -361,5 +361,6 @@ def test_a_ready_missions_work_is_counted_as_people_say_it() -> None:
     """No "All 1 WorkItems are finished (1 verified).": the count agrees with its noun."""
     assert finished_words(1, 1) == "Its WorkItem is finished and verified."
     assert finished_words(1, 0) == "Its WorkItem is finished but not verified."
-    assert finished_words(2, 2) == "All 2 WorkItems are finished and verified."
+    assert finished_words(2, 2) == "Both WorkItems are finished and verified."
+    assert finished_words(2, 1) == "Both WorkItems are finished; 1 of them verified."
     assert finished_words(3, 1) == "All 3 WorkItems are finished; 1 of them verified."

@@ -31,11 +31,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.notifications.deadlines import worth_a_reminder
+from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.work.items import LEASE_EXPIRED, START_DEADLINE_MISSED
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
+from .child_missions import child_goals, child_mission_words
 from .event_words import short_title
 from .work_item_cards import budget_lines
 
@@ -251,22 +253,48 @@ def _failed(group_id: str, total: int) -> Attention:
     )
 
 
-def _blocked(group_id: str, total: int) -> Attention:
+def _running_child(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    child = row.get("data__child")
+    return child if isinstance(child, Mapping) and child.get("status") == "running" else None
+
+
+def _child_goals(group_id: str, shown: list[dict[str, Any]], viewer: str) -> dict[Any, str]:
+    """The goals of the running child missions the shown rows wait for, from the groups the
+    viewer may read (this one; the others they belong to, asked only when a child lives
+    elsewhere: R10.4-06), as the inbox names them."""
+    children = [child for row in shown if (child := _running_child(row)) is not None]
+    if not children:
+        return {}
+    readable = {group_id}
+    if viewer and any(child.get("group") not in (None, group_id) for child in children):
+        readable |= set(memberships_of(viewer))
+    return child_goals(children, readable)
+
+
+def _blocked_reason(row: Mapping[str, Any], goals: Mapping[Any, str]) -> str:
+    """What the blocked item waits for: a running child mission (R10.2-15; nobody needs to
+    act until it ends), or what its worker asked for in its own words (R11.4-04)."""
+    child = _running_child(row)
+    if child is not None:
+        return f"Waiting for {child_mission_words(child, goals)}; it goes on when that ends."
+    blocked_for = row.get("data__blocked_for") or {}
+    resolution = str(blocked_for.get("resolution") or "").strip()
+    if resolution:
+        return f"Blocked: its worker needs {_quoted_need(resolution)}"
+    return "Blocked: its worker cannot go on without help."
+
+
+def _blocked(group_id: str, total: int, viewer: str) -> Attention:
     rows = WorkItem.objects.filter(group_id=group_id, state=S.BLOCKED).order_by("-id")
-    shown, _more = _first(rows, "data__blocked_for")
+    shown, _more = _first(rows, "data__blocked_for", "data__child")
+    goals = _child_goals(group_id, shown, viewer)
     found = []
     for row in shown:
-        blocked_for = row.get("data__blocked_for") or {}
-        resolution = str(blocked_for.get("resolution") or "").strip()
         found.append(
             Row(
                 key=f"blocked-{row['work_item_id']}",
                 title=_title(row),
-                reason=(
-                    f"Blocked: its worker needs {_quoted_need(resolution)}"
-                    if resolution
-                    else "Blocked: its worker cannot go on without help."
-                ),
+                reason=_blocked_reason(row, goals),
                 action="Open the WorkItem",
                 url=_item_url(group_id, row["work_item_id"]),
                 at=row["due_at"],
@@ -463,14 +491,15 @@ def _budgets(group_id: str) -> Attention:
     )
 
 
-def group_overview(group_id: str, *, now: datetime | None = None) -> Overview:
-    """The counts and the attention lists of one group: a fixed number of bounded queries."""
+def group_overview(group_id: str, *, viewer: str = "", now: datetime | None = None) -> Overview:
+    """The counts and the attention lists of one group: a fixed number of bounded queries.
+    ``viewer`` (a principal) decides which other groups' child missions are named by goal."""
     now = now or timezone.now()
     counts = state_counts(group_id)
     by_state = {row.state: row.count for row in counts.work_items}
     attention = (
         _failed(group_id, by_state.get(S.FAILED, 0)),
-        _blocked(group_id, by_state.get(S.BLOCKED, 0)),
+        _blocked(group_id, by_state.get(S.BLOCKED, 0), viewer),
         _start_by(group_id, now, float(settings.MWP_NOTIFY_DEADLINE_LEAD_S)),
         _leases(group_id, now),
         _budgets(group_id),

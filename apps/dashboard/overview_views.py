@@ -44,7 +44,7 @@ def _timeline_redirect(request: HttpRequest, group: str) -> HttpResponse | None:
 
 
 def _section_context(membership: Membership) -> dict[str, object]:
-    found = overview.group_overview(membership.group_id)
+    found = overview.group_overview(membership.group_id, viewer=membership.principal)
     names.prime(found.principals)
     return {"group": membership.group, "overview": found}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -20,7 +21,7 @@ from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
 from tests.dashboard.html import element, text
-from tests.factories import World, now_text
+from tests.factories import World, grant, group, now_text, unique
 
 pytestmark = pytest.mark.django_db
 
@@ -120,6 +121,31 @@ def test_failed_and_blocked_workitems_need_attention_with_their_reason_and_link(
     assert "?”." not in text(row)  # the question ends the sentence: no second full stop
     assert f'href="/groups/{world.group}/work-items/{blocked}/"' in row
     assert "Open the WorkItem" in text(row)
+
+
+def test_work_waiting_for_a_child_mission_says_so_by_the_childs_goal(
+    dash: Dashboard, django_capture_on_commit_callbacks: Any
+) -> None:
+    """R10.2-15: an item blocked while its child mission runs is not "its worker cannot go on
+    without help": nobody needs to act until the child ends. The child is named by its goal,
+    as the inbox does; one in another group by its id until the viewer is a member there
+    (R10.4-06)."""
+    world = dash.world
+    here, _child = wf.blocked_on_child(world, world.group, "Dig through the archive")
+    reason = text(element(section(dash), "id", f"attention-blocked-{here}"))
+    assert "Waiting for the child mission “Dig through the archive”; it goes on" in reason
+    assert "without help" not in reason
+
+    other = unique("g-lab")
+    group(other, world.org)
+    grant(world.alice, other, world.w1, "coordinator")
+    with django_capture_on_commit_callbacks(execute=True):  # the child opens in its group
+        there, child = wf.blocked_on_child(world, other, "Lab work")
+    reason = text(element(section(dash), "id", f"attention-blocked-{there}"))
+    assert f"Waiting for the child mission {child};" in reason
+    grant(world.alice, other, dash.maria, "observer")
+    reason = text(element(section(dash), "id", f"attention-blocked-{there}"))
+    assert "Waiting for the child mission “Lab work”;" in reason
 
 
 def test_a_start_by_within_the_lead_time_needs_attention(dash: Dashboard, settings) -> None:

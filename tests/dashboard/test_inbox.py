@@ -478,21 +478,6 @@ def test_a_refused_item_without_an_approval_gate_is_blocked_too(people: People) 
     assert "wrong data set" in entry
 
 
-def blocked_on_child(world: Any, child_group: str, goal: str) -> tuple[str, str]:
-    """A WorkItem of a new mission blocked on a child mission ``goal`` in ``child_group``
-    (R10.2-15): the item and the child's id."""
-    item = wf.authorize(world, wf.mission(world))
-    child = unique("m-child")
-    body = {"mission": child, "group": child_group, "goal": goal, "budgets": {}}
-    wf.submit(
-        world.w1,
-        world.group,
-        "mission.create_child",
-        {"work_item": item, "child": body, "failure_policy": "block_parent"},
-    )
-    return item, child
-
-
 def blocked_reason(persona: HumanPersona, item: str) -> str:
     return text(element(section(inbox_html(persona), "blocked"), "data-work-item", item))
 
@@ -504,7 +489,7 @@ def test_work_waiting_for_a_child_mission_names_the_child_by_its_goal(
     the child mission “Dig through the archive”", by the goal people gave it, not its id."""
     world = people.world
     with django_capture_on_commit_callbacks(execute=True):
-        item, child = blocked_on_child(world, world.group, "Dig through the archive")
+        item, child = wf.blocked_on_child(world, world.group, "Dig through the archive")
 
     reason = blocked_reason(world.olga, item)
     assert "Waiting for the child mission “Dig through the archive”" in reason
@@ -521,7 +506,7 @@ def test_a_child_mission_in_another_group_is_named_by_its_goal_only_for_its_memb
     group(other, world.org)
     grant(world.alice, other, world.w1, "coordinator")
     with django_capture_on_commit_callbacks(execute=True):
-        item, child = blocked_on_child(world, other, "Lab work")
+        item, child = wf.blocked_on_child(world, other, "Lab work")
 
     assert f"Waiting for the child mission {child}" in blocked_reason(world.olga, item)
     assert "Lab work" not in blocked_reason(world.olga, item)

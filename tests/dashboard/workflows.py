@@ -270,3 +270,18 @@ def verified_item(world: World, mission: str, *, depends_on: tuple[str, ...] = (
     submit(world.olga, world.group, "work.accept_result", {"work_item": item, "review": review})
     assert state_of(world.group, item) == "verified"
     return item
+
+
+def blocked_on_child(world: World, child_group: str, goal: str) -> tuple[str, str]:
+    """A WorkItem of a new mission blocked on a child mission ``goal`` in ``child_group``
+    (R10.2-15): the item and the child's id."""
+    item = authorize(world, mission(world))
+    child = unique("m-child")
+    body = {"mission": child, "group": child_group, "goal": goal, "budgets": {}}
+    submit(
+        world.w1,
+        world.group,
+        "mission.create_child",
+        {"work_item": item, "child": body, "failure_policy": "block_parent"},
+    )
+    return item, child

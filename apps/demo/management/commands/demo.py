@@ -39,9 +39,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from apps.demo import agent_state
 from apps.demo.cast import DemoWorld, OlderDemo, demo_seed
 from apps.demo.story import seed_work
 from missionweave.demo.launch import Organisation
+from missionweave.demo.organisation import GROUPS
 from missionweave.production_server import APPLICATION, UVICORN_PROTOCOL_FLAGS
 
 HOST = "127.0.0.1"
@@ -83,6 +85,14 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Demo data ready in group {world.group}."))
             self._credentials(world, f"http://{HOST}:{options['port']}")
             return
+        agents_folder = Path(settings.VAR_DIR) / "demo"
+        if agent_state.forget_if_from_another_history(
+            agents_folder, agent_state.history_of(list(GROUPS))
+        ):
+            self.stdout.write(
+                "The demo's database is not the one its agents last worked with: their saved"
+                f" state in {agents_folder / 'agents'} was cleared, and they start afresh."
+            )
         connections.close_all()  # from here on only the servers and the agents write
         self._serve(world, port=options["port"], interval=options["interval"])
 

@@ -19,8 +19,11 @@ from . import names
 from .event_words import TableLookup, describe, subjects
 
 
-def lookup_for(group_id: str, documents: Iterable[Mapping[str, Any]]) -> TableLookup:
-    """A lookup naming everyone and everything ``documents`` mention, in ``group_id``."""
+def lookup_for(
+    group_id: str, documents: Iterable[Mapping[str, Any]], *, here: str | None = None
+) -> TableLookup:
+    """A lookup naming everyone and everything ``documents`` mention, in ``group_id``;
+    ``here``, the WorkItem whose page lists them, is "this WorkItem"."""
     documents = list(documents)
     found = subjects(documents)
     work_items = (
@@ -46,6 +49,7 @@ def lookup_for(group_id: str, documents: Iterable[Mapping[str, Any]]) -> TableLo
         work_items=work_items,
         missions=missions,
         approvals=_approval_counts(group_id, documents),
+        here=here,
     )
 
 
@@ -77,10 +81,12 @@ def _approval_counts(
     return counts
 
 
-def words_for(group_id: str, documents: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
+def words_for(
+    group_id: str, documents: Mapping[int, Mapping[str, Any]], *, here: str | None = None
+) -> dict[int, str]:
     """Each event's sentence, by sequence (a card that lists a few events: the WorkItem's
-    History, the mission's Latest events)."""
-    lookup = lookup_for(group_id, documents.values())
+    History, where its own WorkItem is ``here``; the mission's Latest events)."""
+    lookup = lookup_for(group_id, documents.values(), here=here)
     return {sequence: describe(document, lookup) for sequence, document in documents.items()}
 
 

@@ -61,12 +61,16 @@ class TableLookup:
     missions: Mapping[str, str] = field(default_factory=dict)  # id -> goal
     #: an execution grant's sequence -> (its rank among its revision's grants, needed)
     approvals: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    #: the WorkItem whose own page this is: there it is "this WorkItem", not its goal again
+    here: str | None = None
 
     def name(self, principal: object) -> str:
         text = str(principal or "")
         return self.names.get(text) or plain_name(text)
 
     def work_item(self, work_item_id: object) -> str:
+        if self.here is not None and str(work_item_id or "") == self.here:
+            return "this WorkItem"
         title = self.work_items.get(str(work_item_id or ""))
         return short_title(title) if title else f"WorkItem {work_item_id or '?'}"
 
@@ -179,11 +183,12 @@ def _verdict(evidence: object) -> str:
 def _child(payload: Mapping[str, Any]) -> str:
     """The child mission by the goal its creation carried; the later events carry only its
     id (often in another group, whose goals a member here may not read, R10.4-06), which
-    tells a person nothing: "its child mission" then, the id staying in the details."""
+    tells a person nothing: "the child mission" then (of the WorkItem named beside it), the
+    id staying in the details."""
     child = payload.get("child")
     if isinstance(child, Mapping) and child.get("goal"):
         return f"the child mission {short_title(str(child['goal']))}"
-    return "its child mission"
+    return "the child mission"
 
 
 def _w(payload: Mapping[str, Any], lookup: Lookup) -> str:
@@ -375,8 +380,9 @@ def describe(document: Mapping[str, Any], lookup: Lookup) -> str:
     except (AttributeError, KeyError, TypeError, ValueError):
         # a payload of an unexpected shape still reads as something
         sentence = f"{who} recorded an event: {kind(document.get('type')).lower()}"
-    # "the authority …" opens with a capital; a name is written as its owner wrote it
-    return "T" + sentence[1:] if sentence.startswith("the ") else sentence
+    # "the authority …", "this WorkItem …" open with a capital; a name is written as its
+    # owner wrote it
+    return "T" + sentence[1:] if sentence.startswith(("the ", "this ")) else sentence
 
 
 #: where an event carries a person's own words (a comment, a reason, a note, a message)

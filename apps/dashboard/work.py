@@ -454,7 +454,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
             group_id=group_id, sequence__in=sequences
         ).values_list("sequence", "document")
     }
-    said = words_for(group_id, documents)
+    said = words_for(group_id, documents, here=item.id)
     history = tuple(
         HistoryEntry(
             sequence,

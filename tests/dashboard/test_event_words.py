@@ -4,6 +4,7 @@ a title exists, or the event type's own name (issue 34 §6)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -111,7 +112,7 @@ def test_the_examples_of_the_issue() -> None:
 
 def test_a_child_mission_is_named_by_its_goal_and_never_by_a_bare_id() -> None:
     """Only ``mission.child_created`` carries the child's goal; the later child events carry
-    its id, which a person cannot read: they say "its child mission"."""
+    its id, which a person cannot read: they say "the child mission" of the WorkItem."""
     usage = event(
         "mission.child_usage_recorded",
         work_item="wi-1",
@@ -119,10 +120,27 @@ def test_a_child_mission_is_named_by_its_goal_and_never_by_a_bare_id() -> None:
         usage={"tokens": 1500},
     )
     sentence = describe(usage, LOOKUP)
-    assert sentence.startswith("Its child mission of “Gather the sources of the November")
+    assert sentence.startswith("The child mission of “Gather the sources of the November")
     assert "mx-5b88e125066f-lab" not in sentence
     created = describe(event("mission.child_created", "agent:demo-coordinator"), LOOKUP)
     assert "started the child mission “Read the terms” for" in created
+
+
+def test_on_a_workitems_own_page_it_is_this_workitem_not_its_goal_again() -> None:
+    """The WorkItem page's History lists its own events: its goal is the page's title, so
+    each line says "this WorkItem" (a sentence it opens starts with a capital)."""
+    here = replace(LOOKUP, here="wi-1")
+    usage = event(
+        "mission.child_usage_recorded",
+        work_item="wi-1",
+        child={"mission": "mx-5b88e125066f-lab", "group": "g-demo-lab"},
+        usage={"tokens": 1500},
+    )
+    assert describe(usage, here).startswith("The child mission of this WorkItem used 1,500 tokens")
+    replaced = describe(event("work.replaced", work_item="wi-1", replaced_by="wi-2"), here)
+    assert replaced.startswith("This WorkItem was replaced by “Draft it”")
+    other = describe(event("work.replaced", work_item="wi-2", replaced_by="wi-1"), here)
+    assert other.startswith("“Draft it” was replaced by this WorkItem")
 
 
 def test_unknown_names_and_ids_fall_back_without_prefixes() -> None:

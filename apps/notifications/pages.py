@@ -22,7 +22,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import bell, live
+from apps.ledger.write_path import Caller
+
+from . import bell, live, standing
 from .models import Notification
 
 PER_PAGE = 20
@@ -53,6 +55,10 @@ def site_path(link: str, request: HttpRequest) -> bool:
 def notification_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(own(request), PER_PAGE).get_page(request.GET.get("page"))
     unread = bell.unread_count(request.user.pk)
+    page.object_list = list(page.object_list)
+    since = standing.standing(page.object_list, Caller.for_user(request.user).principal)
+    for notification in page.object_list:
+        notification.since = since.get(notification.pk, "")
     context = {"page": page, "unread": unread, "unread_label": bell.label(unread)}
     return render(request, "notifications/list.html", context)
 

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from missionweave.wording import counted
 
+from . import standing
 from .kinds import Kind
 from .models import Notification
 from .unsubscribe import absolute, unsubscribe_url
@@ -63,15 +64,21 @@ def single(notification: Notification) -> EmailMultiAlternatives:
     )
 
 
-def digest(to: str, user_id: int, notifications: Sequence[Notification]) -> EmailMultiAlternatives:
+def digest(
+    to: str, user_id: int, notifications: Sequence[Notification], *, principal: str
+) -> EmailMultiAlternatives:
     """One email gathering a person's digest notifications, oldest first; its unsubscribe
-    link stops the kind of the first (each entry carries its own link as well)."""
+    link stops the kind of the first (each entry carries its own link as well). A day is
+    long: what one asked for and was settled since says so ("Settled since: …",
+    ``standing``), as the notifications page does, read when the email is made."""
+    since = standing.standing(notifications, principal)
     entries = [
         {
             "notification": n,
             "link": absolute(n.link),
             "unsubscribe": unsubscribe_url(user_id, n.kind),
             "kind": Kind(n.kind).label,
+            "since": since.get(n.pk, ""),
         }
         for n in notifications
     ]

@@ -14,6 +14,8 @@ from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
 from django.utils import timezone
 
+from apps.ledger.write_path import Caller
+
 from . import emails
 from .models import Delivery, DeliveryStatus, Notification
 
@@ -51,7 +53,8 @@ def _message(delivery: Delivery) -> EmailMultiAlternatives:
     gathered = list(delivery.digested.order_by("created_at", "pk"))
     if delivery.user is None or not delivery.user.email or not gathered:
         raise NothingToSend(f"digest {delivery.key} has nobody to send to or nothing in it")
-    return emails.digest(delivery.user.email, delivery.user_id, gathered)
+    principal = Caller.for_user(delivery.user).principal
+    return emails.digest(delivery.user.email, delivery.user_id, gathered, principal=principal)
 
 
 def record_failure(delivery_id: int, error: BaseException, *, final: bool) -> None:

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from apps.notifications import digests, preferences, producing, sending
 from apps.notifications.kinds import EmailMode, Kind
 from apps.notifications.models import Delivery, Notification
+from tests.dashboard import workflows as wf
 from tests.notifications.mailbox import smtp_server
 from tests.notifications.story import cast, email_of, gated_item_accepted
 
@@ -40,6 +41,9 @@ def test_a_digest_gathers_several_notifications_into_one_email(
         gated_item_accepted(story, "wi-2")
         while producing.produce(story.group).more:
             pass
+        # before the digest is made, omar and olga approve wi-2: it says so, wi-1 does not
+        for persona in (story.world.olga, story.omar):
+            assert wf.approve(persona, story.group, "wi-2").status == 201
         mine = Notification.objects.filter(user=olga)
         assert mine.filter(kind=Kind.APPROVAL_NEEDED).count() == 2
         assert not Delivery.objects.filter(notification__user=olga).exists()
@@ -62,5 +66,8 @@ def test_a_digest_gathers_several_notifications_into_one_email(
                 f"http://mw.example.test/groups/{story.group}/work-items/{item}/approval/" in text
             )
         assert "You were added to" in text
+        wi_1, wi_2 = text.index("Summarise wi-1"), text.index("Summarise wi-2")
+        assert "Settled since: you approved it; it may start." in text[wi_2:]
+        assert "Settled since" not in text[wi_1:wi_2]
         assert received[0]["List-Unsubscribe"]
         assert digests.gather() == []

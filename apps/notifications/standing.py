@@ -6,9 +6,9 @@ sent on an errand someone already ran, as a code host marks a review request who
 request was merged. So the page reads, for the notifications it shows, their WorkItems and
 missions as they are now (two queries for a page of 20) and says in plain words what settled
 the ones that asked for something: "Settled since: it no longer waits for approval; it is
-now running." Kinds that only tell (a decision, a membership) ask nothing
-and get nothing. The notification itself is kept as it was made: it is the record of what
-the person was told.
+now running." Kinds that only tell (a decision, a membership) ask nothing and get nothing.
+The notification itself is kept as it was made: it is the record of what the person was
+told.
 """
 
 from __future__ import annotations
@@ -38,10 +38,8 @@ STATE_WORDS = {
     S.FAILED: "failed",
     S.CANCELLED: "cancelled",
 }
-MISSION_WORDS = {"approved": "approved", "failed": "failed", "cancelled": "cancelled"}
-#: the kinds that ask the person for something, by the screen their link opens
-APPROVAL_KINDS = frozenset({Kind.APPROVAL_NEEDED})
-REVIEW_KINDS = frozenset({Kind.REVIEW_WAITING})
+#: how a mission ready for final approval stops waiting for it
+MISSION_ENDINGS = frozenset({"approved", "failed", "cancelled"})
 
 Key = tuple[str, str]  # (group, subject id)
 
@@ -98,17 +96,17 @@ def settled(notification: Notification, now: Now, principal: str) -> str:
     key = (notification.group_id, notification.subject_id)
     if notification.subject_type == "mission":
         state = now.missions.get(key)
-        if notification.kind == Kind.MISSION_READY and state in MISSION_WORDS:
-            return f"the mission is {MISSION_WORDS[state]}."
+        if notification.kind == Kind.MISSION_READY and state in MISSION_ENDINGS:
+            return f"the mission is {state}."
         return ""
     item = now.items.get(key)
     if item is None:
         return ""
     kind = notification.kind
-    link = notification.link
-    if kind in APPROVAL_KINDS or (kind == Kind.ASKED_OF_YOU and link.endswith("/approval/")):
+    asked = kind == Kind.ASKED_OF_YOU  # for an approval or a review: its link says which
+    if kind == Kind.APPROVAL_NEEDED or (asked and notification.link.endswith("/approval/")):
         return _approval_settled(item, principal)
-    if kind in REVIEW_KINDS or (kind == Kind.ASKED_OF_YOU and link.endswith("/review/")):
+    if kind == Kind.REVIEW_WAITING or (asked and notification.link.endswith("/review/")):
         return "" if item.state == S.SUBMITTED else f"it was judged; it is now {_is(item)}."
     if kind == Kind.DEADLINE_NEAR:
         return "" if item.state == S.QUEUED else f"it is now {_is(item)}."

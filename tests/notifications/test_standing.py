@@ -119,6 +119,12 @@ def notice(kind: Kind, subject_type: str = "work_item", link: str = "") -> Notif
             "failed",
             "it was judged; it is now failed.",
         ),
+        (
+            Kind.ASKED_OF_YOU,
+            "/groups/g/work-items/wi-1/approval/",
+            "active",
+            "it no longer waits for approval; it is now running.",
+        ),
         (Kind.DEADLINE_NEAR, "", "queued", ""),
         (Kind.DEADLINE_NEAR, "", "active", "it is now running."),
         (Kind.WORK_BLOCKED, "", "blocked", ""),

@@ -78,16 +78,17 @@ def catch_up() -> dict[str, Any]:
 @app.task(name="apps.notifications.tasks.remind_deadlines")
 def remind_deadlines() -> dict[str, Any]:
     """Start-by reminders within the lead time (``deadlines``)."""
-    done = deadlines.remind()
-    queue_emails(done.emails)
-    hook_tasks.queue(done.hooks)
-    return {"created": len(done.created)}
+    return _sent_on(deadlines.remind())
 
 
 @app.task(name="apps.notifications.tasks.remind_blocked")
 def remind_blocked() -> dict[str, Any]:
     """Blocks still unanswered after the grace time (``blocks``)."""
-    done = blocks.remind()
+    return _sent_on(blocks.remind())
+
+
+def _sent_on(done: producing.Produced) -> dict[str, Any]:
+    """Queue what a beat's run made: its emails and its hooks' deliveries."""
     queue_emails(done.emails)
     hook_tasks.queue(done.hooks)
     return {"created": len(done.created)}

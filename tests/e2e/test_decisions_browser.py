@@ -176,6 +176,14 @@ def checked(coordinator: AgentClient, group: str, work_item: str) -> dict[str, A
         time.sleep(0.1)
 
 
+def checked_submission(coordinator: AgentClient, worker: AgentClient, group: str) -> ActiveItem:
+    """One item started, its report submitted, and the authority's checks of it done."""
+    active = start_item(coordinator, worker, group)
+    submit_report(worker, active)
+    checked(coordinator, group, active.work_item)
+    return active
+
+
 def accept_body(work_item: str) -> dict[str, Any]:
     verdicts = [{"criterion": c, "verdict": "pass", "note": ""} for c in ("c1", "c2")]
     return {"work_item": work_item, "review": {"verdicts": verdicts, "summary": "agent: fine"}}
@@ -294,9 +302,7 @@ def test_an_idle_review_page_lets_the_reservation_run_out_and_the_persons_return
     group = world.group
     coordinator, worker = agents(stack, world)
     with coordinator, worker:
-        active = start_item(coordinator, worker, group)
-        submit_report(worker, active)
-        checked(coordinator, group, active.work_item)
+        active = checked_submission(coordinator, worker, group)
 
         rita = signed_in(browser, contexts, stack, cast.rita)
         answered: list[int] = []
@@ -344,9 +350,7 @@ def test_a_decision_by_someone_else_keeps_the_persons_draft_visible(
     group = world.group
     coordinator, worker = agents(stack, world)
     with coordinator, worker:
-        active = start_item(coordinator, worker, group)
-        submit_report(worker, active)
-        checked(coordinator, group, active.work_item)
+        active = checked_submission(coordinator, worker, group)
         url = review_url(stack, group, active.work_item)
 
         olga = signed_in(browser, contexts, stack, world.olga)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
+from apps.registry.services import memberships_of
 from apps.work.models import Mission, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.work.items import WorkItem as WorkItemState
@@ -80,8 +81,12 @@ def _either(field: str, keys: set[Key]) -> Q:
 
 def standing(notifications: Iterable[Notification], principal: str) -> dict[int, str]:
     """``pk -> "Settled since: …"`` for each of ``principal``'s notifications whose request
-    was settled since; absent while it still waits, and for kinds that ask nothing."""
-    notifications = list(notifications)
+    was settled since; absent while it still waits, and for kinds that ask nothing.
+
+    Only in the groups ``principal`` is a member of now: a former member keeps what they
+    were told, but what became of a group's work since is its members' to read (R10.4-06)."""
+    member_of = set(memberships_of(principal))
+    notifications = [n for n in notifications if n.group_id in member_of]
     now = read_now(notifications)
     said = {}
     for notification in notifications:

@@ -15,6 +15,7 @@ from django.test import Client
 from apps.notifications import blocks, producing, standing
 from apps.notifications.kinds import Kind
 from apps.notifications.models import Notification
+from apps.registry import services
 from tests.dashboard import workflows as wf
 from tests.notifications.story import cast, gated_item_accepted
 from tests.notifications.test_recipients import item as recipients_item
@@ -64,6 +65,22 @@ def test_an_approval_given_by_enough_owners_is_settled_for_everyone_asked() -> N
     assert since(page_of("omar"), omars) == "Settled since: you approved it; it may start."
     assert since(page_of("olga"), olgas) == "Settled since: you approved it; it may start."
     assert 'class="notification notification--unread notification--settled"' in page_of("omar")
+
+
+def test_a_former_member_is_not_told_what_became_of_the_groups_work() -> None:
+    """R10.4-06: omar keeps the notification he was sent, but once his membership is
+    revoked, what happened in the group since is not his to read."""
+    story = cast()
+    world = story.world
+    gated_item_accepted(story, "wi-1", approvals=1)
+    produce_all(story.group)
+    omars = Notification.objects.get(kind=Kind.APPROVAL_NEEDED, user__username="omar")
+    assert wf.approve(world.olga, story.group, "wi-1").status == 201
+    assert since(page_of("omar"), omars).startswith("Settled since:")
+    services.membership_revoke(
+        group_id=story.group, admin=world.alice.caller, principal=story.omar.principal
+    )
+    assert since(page_of("omar"), omars) == ""
 
 
 def test_a_block_answered_since_is_settled() -> None:

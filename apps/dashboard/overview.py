@@ -31,9 +31,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.notifications.deadlines import worth_a_reminder
+from apps.notifications.recipients import waiting_for_approval
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
+from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import LEASE_EXPIRED, START_DEADLINE_MISSED
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
@@ -323,35 +325,16 @@ def _start_by(group_id: str, now: datetime, lead_s: float) -> Attention:
         due_at__lte=now + timedelta(seconds=lead_s),
     ).order_by("due_at")
     scanned = list(rows.values(*_ROW_FIELDS, "data")[:START_SCAN])
+    states = ((row, WorkItemState.from_dict(row["data"])) for row in scanned)
     worth = [
-        row
-        for row in scanned
-        if worth_a_reminder(
-            WorkItemState.from_dict(row["data"]), (row["due_at"] - now).total_seconds()
-        )
+        (row, item)
+        for row, item in states
+        if worth_a_reminder(item, (row["due_at"] - now).total_seconds())
     ]
     return Attention(
         kind="start-by",
         heading="Must start soon",
-        rows=tuple(
-            Row(
-                key=f"start-by-{row['work_item_id']}",
-                title=_title(row),
-                reason=(
-                    "Its start-by time has passed and it has not started: it is about to be "
-                    "handed to another worker."
-                    if row["due_at"] <= now
-                    else "It has not started yet: unless it starts by then, it is handed to "
-                    "another worker."
-                ),
-                action="Open the WorkItem",
-                url=_item_url(group_id, row["work_item_id"]),
-                at=row["due_at"],
-                at_words="must start by",
-                who=row["owner"],
-            )
-            for row in worth[:SHOWN]
-        ),
+        rows=tuple(_start_by_row(group_id, row, item, now) for row, item in worth[:SHOWN]),
         total=len(worth),
         more_url=_list_url(group_id, "work-items", S.QUEUED),
         more_words="all queued WorkItems",
@@ -360,6 +343,35 @@ def _start_by(group_id: str, now: datetime, lead_s: float) -> Attention:
             if len(scanned) >= START_SCAN
             else ""
         ),
+    )
+
+
+def _start_by_row(group_id: str, row: Mapping[str, Any], item: WorkItemState, now: datetime) -> Row:
+    """A queued item near its start-by: one that waits for people's execution approval says
+    so and opens the approval screen (only they can save it, R10.2-06), as its reminder
+    does; one that waits for its worker opens its page."""
+    waiting = waiting_for_approval(item)
+    if row["due_at"] <= now:
+        why = "Its start-by time has passed and it has not started: it is about to be handed"
+        why += " to another worker."
+    elif waiting:
+        why = (
+            f"It still waits for execution approval ({len(item.approvals)} of "
+            f"{approvals_required(item)}): unless it starts by then, it is handed to another "
+            "worker."
+        )
+    else:
+        why = "It has not started yet: unless it starts by then, it is handed to another worker."
+    url = _item_url(group_id, row["work_item_id"])
+    return Row(
+        key=f"start-by-{row['work_item_id']}",
+        title=_title(row),
+        reason=why,
+        action="Open the approval" if waiting else "Open the WorkItem",
+        url=f"{url}approval/" if waiting else url,
+        at=row["due_at"],
+        at_words="must start by",
+        who=row["owner"],
     )
 
 

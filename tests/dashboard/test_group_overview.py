@@ -158,8 +158,26 @@ def test_a_start_by_within_the_lead_time_needs_attention(dash: Dashboard, settin
     assert f"attention-start-by-{item}" not in section(dash)
     settings.MWP_NOTIFY_DEADLINE_LEAD_S = 3600
     row = element(section(dash), "id", f"attention-start-by-{item}")
-    assert "It has not started yet" in text(row)
+    # only a mission owner's approval can save it: the row says so and opens the approval
+    assert "It still waits for execution approval (0 of 1): unless it starts by then" in text(row)
     assert "must start by" in text(row)
+    assert f'href="/groups/{world.group}/work-items/{item}/approval/"' in row
+    assert "Open the approval" in text(row)
+
+
+def test_a_start_by_of_work_waiting_for_its_worker_opens_the_workitem(
+    dash: Dashboard, settings
+) -> None:
+    """R11.3-02: an ungated item is worth attention once half its start window has gone by
+    without a start; its worker, not a person's approval, is what it waits for."""
+    world = dash.world
+    ungated = example_contract(deadline=now_text(30 * 86400))  # needs no approval
+    item = wf.queued(world, wf.mission(world), contract=ungated)
+    settings.MWP_NOTIFY_DEADLINE_LEAD_S = 3600
+    soon = timezone.now() + timedelta(seconds=60)  # of its 10 min window: past half
+    WorkItem.objects.filter(group_id=world.group, work_item_id=item).update(due_at=soon)
+    row = element(section(dash), "id", f"attention-start-by-{item}")
+    assert "It has not started yet: unless it starts by then" in text(row)
     assert f'href="/groups/{world.group}/work-items/{item}/"' in row
 
 

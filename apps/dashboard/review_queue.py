@@ -100,7 +100,8 @@ class ReviewQueue:
             return (
                 f"The other {len(others)} waiting "
                 f"{'is' if len(others) == 1 else 'are'} being reviewed by someone else right "
-                "now; each reservation ends by itself after ten minutes."
+                "now; a reservation ends by itself within a quarter of an hour once its reviewer "
+                "stops working on it."
             )
         return "No other submission could be reserved for you just now."
 

@@ -13,36 +13,75 @@ from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Q
+from django.urls import reverse
 
-from apps.work.models import Mission
+from apps.work.models import Mission, MissionStatus, WorkItem
+from missionweave.protocol import states as S
 
 from .event_words import short_title
 
 Key = tuple[str, str]
 
 
-def _key(child: object) -> Key | None:
+def child_key(child: object) -> Key | None:
+    """``(group, mission)`` of a WorkItem's ``data.child``, or ``None``."""
     if isinstance(child, Mapping) and child.get("group") and child.get("mission"):
         return str(child["group"]), str(child["mission"])
     return None
 
 
+def _readable_keys(children: Iterable[object], readable: Container[str]) -> set[Key]:
+    return {key for key in map(child_key, children) if key is not None and key[0] in readable}
+
+
+def _either(keys: Iterable[Key], field: str) -> Q:
+    wanted = Q()
+    for group, mission in sorted(keys):
+        wanted |= Q(group_id=group, **{field: mission})
+    return wanted
+
+
 def child_goals(children: Iterable[object], readable: Container[str]) -> dict[Key, str]:
     """``(group, mission) -> goal`` of each child mission named whose group is ``readable``
     (the reader's groups; one query)."""
-    keys = {key for key in map(_key, children) if key is not None and key[0] in readable}
+    keys = _readable_keys(children, readable)
     if not keys:
         return {}
-    wanted = Q()
-    for group, mission in keys:
-        wanted |= Q(group_id=group, mission_id=mission)
-    rows = Mission.objects.filter(wanted).values_list("group_id", "mission_id", "goal")
-    return {(group, mission): goal for group, mission, goal in rows}
+    rows = Mission.objects.filter(_either(keys, "mission_id"))
+    return {(g, m): goal for g, m, goal in rows.values_list("group_id", "mission_id", "goal")}
+
+
+def ready_children(children: Iterable[object], readable: Container[str]) -> set[Key]:
+    """The child missions named, in ``readable`` groups, that wait only for their final
+    approval (R10.2-16, R10.2-22): active, with WorkItems, none of them unfinished — the
+    mission list's "ready for final approval". The parent's block then waits for a person,
+    not for work: a page says so and links the approval (two queries)."""
+    keys = _readable_keys(children, readable)
+    if not keys:
+        return set()
+    active = Mission.objects.filter(_either(keys, "mission_id"), state=MissionStatus.ACTIVE)
+    with_work = {
+        (group, mission)
+        for group, mission, items in active.values_list("group_id", "mission_id", "work_items")
+        if items
+    }
+    if not with_work:
+        return set()
+    unfinished = WorkItem.objects.filter(_either(with_work, "mission"), state__in=S.UNFINISHED)
+    return with_work - set(unfinished.values_list("group_id", "mission").distinct())
+
+
+def final_approval_url(child: Any) -> str:
+    """The child mission's final-approval page (in its own group)."""
+    key = child_key(child)
+    if key is None:
+        return ""
+    return reverse("dashboard:mission-final-approval", args=list(key))
 
 
 def child_mission_words(child: Any, goals: Mapping[Key, str]) -> str:
     """ "the child mission “Research for: …”", or its id when its goal is not known here."""
-    key = _key(child)
+    key = child_key(child)
     goal = goals.get(key) if key else None
     if goal:
         return f"the child mission {short_title(goal)}"

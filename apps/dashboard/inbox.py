@@ -52,7 +52,13 @@ from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .child_missions import child_goals, child_mission_words
+from .child_missions import (
+    child_goals,
+    child_key,
+    child_mission_words,
+    final_approval_url,
+    ready_children,
+)
 from .inbox_asks import AskedEntry, asked_entries
 from .inbox_entries import (
     SHOWN,
@@ -486,6 +492,10 @@ def _readable_groups(caller: Caller, group: GroupRef, rows: list[Any]) -> frozen
     return frozenset({group.id, *memberships_of(caller.principal)})
 
 
+def _child_running(child: object) -> bool:
+    return isinstance(child, dict) and child.get("status") == "running"
+
+
 def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
     """WorkItems of the person's missions that cannot move without someone acting."""
     entries: list[BlockedEntry] = []
@@ -499,17 +509,24 @@ def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[Bl
             "work_item_id", "mission", *TERMS, "data__child", "data__history"
         )
     )
-    goals = child_goals((row[5] for row in rows), _readable_groups(caller, group, rows))
+    readable = _readable_groups(caller, group, rows)
+    goals = child_goals((row[5] for row in rows), readable)
+    running = {row[0]: row[5] for row in rows if _child_running(row[5])}
+    ready = ready_children(running.values(), readable)
     for work_item, mission, goal, urgency, deadline, child, history in rows:
         since = next(
             (e["sequence"] for e in reversed(history or ()) if e["type"] == "work.blocked"), None
         )
-        running = isinstance(child, dict) and child.get("status") == "running"
-        reason = (
-            f"waiting for {child_mission_words(child, goals)}"
-            if running
-            else "stopped by the agent working on it"
-        )
+        child_ready = work_item in running and child_key(child) in ready
+        if child_ready:
+            reason = (
+                f"waiting for {child_mission_words(child, goals)}, whose work is all done: "
+                "it waits for its final approval"
+            )
+        elif work_item in running:
+            reason = f"waiting for {child_mission_words(child, goals)}"
+        else:
+            reason = "stopped by the agent working on it"
         entries.append(
             BlockedEntry(
                 group=group,
@@ -519,7 +536,8 @@ def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[Bl
                 work_item=work_item,
                 state=S.BLOCKED,
                 reason=reason,
-                wants_resolution=not running and since is not None,
+                wants_resolution=work_item not in running and since is not None,
+                next_step_url=final_approval_url(child) if child_ready else "",
             )
         )
     # R10.2-06: a refused revision cannot start, gated or not (work.start: APPROVAL_REQUIRED);

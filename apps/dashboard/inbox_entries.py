@@ -238,6 +238,9 @@ class BlockedEntry(Entry):
     #: the refusal of the current revision's execution ({principal, comment, recorded_at,
     #: …}): the item waits for a corrected contract (issue 34 §4)
     refusal: dict[str, Any] | None = None
+    #: where the person can move it on: the final approval of the child mission it waits for,
+    #: once that child's work is all finished (R10.2-16)
+    next_step_url: str = ""
 
     @property
     def needs_contract(self) -> bool:

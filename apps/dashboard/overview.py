@@ -39,7 +39,13 @@ from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import LEASE_EXPIRED, START_DEADLINE_MISSED
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .child_missions import child_goals, child_mission_words
+from .child_missions import (
+    child_goals,
+    child_key,
+    child_mission_words,
+    final_approval_url,
+    ready_children,
+)
 from .event_words import short_title
 from .work_item_cards import budget_lines
 
@@ -260,25 +266,36 @@ def _running_child(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return child if isinstance(child, Mapping) and child.get("status") == "running" else None
 
 
-def _child_goals(group_id: str, shown: list[dict[str, Any]], viewer: str) -> dict[Any, str]:
-    """The goals of the running child missions the shown rows wait for, from the groups the
-    viewer may read (this one; the others they belong to, asked only when a child lives
-    elsewhere: R10.4-06), as the inbox names them."""
+@dataclass(frozen=True)
+class _Children:
+    """The running child missions the shown blocked rows wait for, as the viewer may read
+    them (this group; the others they belong to, asked only when a child lives elsewhere:
+    R10.4-06): their goals, and which wait only for their final approval."""
+
+    goals: Mapping[Any, str] = field(default_factory=dict)
+    ready: frozenset[Any] = frozenset()
+
+
+def _children(group_id: str, shown: list[dict[str, Any]], viewer: str) -> _Children:
     children = [child for row in shown if (child := _running_child(row)) is not None]
     if not children:
-        return {}
+        return _Children()
     readable = {group_id}
     if viewer and any(child.get("group") not in (None, group_id) for child in children):
         readable |= set(memberships_of(viewer))
-    return child_goals(children, readable)
+    return _Children(child_goals(children, readable), frozenset(ready_children(children, readable)))
 
 
-def _blocked_reason(row: Mapping[str, Any], goals: Mapping[Any, str]) -> str:
+def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
     """What the blocked item waits for: a running child mission (R10.2-15; nobody needs to
-    act until it ends), or what its worker asked for in its own words (R11.4-04)."""
+    act until it ends, unless only its final approval is left), or what its worker asked for
+    in its own words (R11.4-04)."""
     child = _running_child(row)
     if child is not None:
-        return f"Waiting for {child_mission_words(child, goals)}; it goes on when that ends."
+        words = child_mission_words(child, children.goals)
+        if child_key(child) in children.ready:
+            return f"Waiting for {words}, whose work is all done: it waits for its final approval."
+        return f"Waiting for {words}; it goes on when that ends."
     blocked_for = row.get("data__blocked_for") or {}
     resolution = str(blocked_for.get("resolution") or "").strip()
     if resolution:
@@ -289,16 +306,19 @@ def _blocked_reason(row: Mapping[str, Any], goals: Mapping[Any, str]) -> str:
 def _blocked(group_id: str, total: int, viewer: str) -> Attention:
     rows = WorkItem.objects.filter(group_id=group_id, state=S.BLOCKED).order_by("-id")
     shown, _more = _first(rows, "data__blocked_for", "data__child")
-    goals = _child_goals(group_id, shown, viewer)
+    children = _children(group_id, shown, viewer)
     found = []
     for row in shown:
+        child = _running_child(row)
+        approve = child is not None and child_key(child) in children.ready
+        url = final_approval_url(child) if approve else _item_url(group_id, row["work_item_id"])
         found.append(
             Row(
                 key=f"blocked-{row['work_item_id']}",
                 title=_title(row),
-                reason=_blocked_reason(row, goals),
-                action="Open the WorkItem",
-                url=_item_url(group_id, row["work_item_id"]),
+                reason=_blocked_reason(row, children),
+                action="Open its final approval" if approve else "Open the WorkItem",
+                url=url,
                 at=row["due_at"],
                 at_words="handed to another worker after" if row["due_at"] else "",
                 who=row["owner"],

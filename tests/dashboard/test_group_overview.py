@@ -131,7 +131,7 @@ def test_work_waiting_for_a_child_mission_says_so_by_the_childs_goal(
     as the inbox does; one in another group by its id until the viewer is a member there
     (R10.4-06)."""
     world = dash.world
-    here, _child = wf.blocked_on_child(world, world.group, "Dig through the archive")
+    here, child_here = wf.blocked_on_child(world, world.group, "Dig through the archive")
     reason = text(element(section(dash), "id", f"attention-blocked-{here}"))
     assert "Waiting for the child mission “Dig through the archive”; it goes on" in reason
     assert "without help" not in reason
@@ -146,6 +146,13 @@ def test_work_waiting_for_a_child_mission_says_so_by_the_childs_goal(
     grant(world.alice, other, dash.maria, "observer")
     reason = text(element(section(dash), "id", f"attention-blocked-{there}"))
     assert "Waiting for the child mission “Lab work”;" in reason
+
+    # R10.2-16: the child's work all verified, only its final approval is left: linked
+    wf.verified_item(world, child_here)
+    row = element(section(dash), "id", f"attention-blocked-{here}")
+    assert "“Dig through the archive”, whose work is all done: it waits for its final" in text(row)
+    assert f'href="/groups/{world.group}/missions/{child_here}/final-approval/"' in row
+    assert "Open its final approval" in text(row)
 
 
 def test_a_start_by_within_the_lead_time_needs_attention(dash: Dashboard, settings) -> None:

@@ -496,6 +496,28 @@ def test_work_waiting_for_a_child_mission_names_the_child_by_its_goal(
     assert child not in reason
 
 
+def test_work_waiting_for_a_child_mission_whose_work_is_done_links_its_final_approval(
+    people: People, django_capture_on_commit_callbacks: Any
+) -> None:
+    """R10.2-16, R10.2-22: once the child mission's work is all verified, the parent waits for
+    a person, not for work: its entry says so and links the child's final approval, where
+    approving it verifies the parent."""
+    world = people.world
+    with django_capture_on_commit_callbacks(execute=True):
+        item, child = wf.blocked_on_child(world, world.group, "Dig through the archive")
+    reason = element(section(inbox_html(world.olga), "blocked"), "data-work-item", item)
+    assert "final approval" not in text(reason)
+    assert 'data-field="next-step"' not in reason
+
+    wf.verified_item(world, child)
+    reason = element(section(inbox_html(world.olga), "blocked"), "data-work-item", item)
+    assert (
+        "Waiting for the child mission “Dig through the archive”, whose work is all done: it "
+        "waits for its final approval. Open its final approval →"
+    ) in text(reason)
+    assert f'href="/groups/{world.group}/missions/{child}/final-approval/"' in reason
+
+
 def test_a_child_mission_in_another_group_is_named_by_its_goal_only_for_its_members(
     people: People, django_capture_on_commit_callbacks: Any
 ) -> None:

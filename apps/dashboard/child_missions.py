@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q
 from django.urls import reverse
 
+from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 
@@ -28,6 +29,15 @@ def child_key(child: object) -> Key | None:
     if isinstance(child, Mapping) and child.get("group") and child.get("mission"):
         return str(child["group"]), str(child["mission"])
     return None
+
+
+def readable_groups(group_id: str, children: Iterable[object], viewer: str) -> frozenset[str]:
+    """The groups whose child missions ``viewer`` may read by goal: this one, and — asked only
+    when a child lives elsewhere — the others they are a member of (R10.4-06)."""
+    keys = [key for key in map(child_key, children) if key is not None]
+    if viewer and any(group != group_id for group, _mission in keys):
+        return frozenset({group_id, *memberships_of(viewer)})
+    return frozenset({group_id})
 
 
 def _readable_keys(children: Iterable[object], readable: Container[str]) -> set[Key]:

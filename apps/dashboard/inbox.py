@@ -46,7 +46,6 @@ from apps.ledger import preview
 from apps.ledger.models import Event
 from apps.ledger.write_path import Caller
 from apps.registry.models import Membership
-from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.memberships import Membership as MembershipState
@@ -57,6 +56,7 @@ from .child_missions import (
     child_key,
     child_mission_words,
     final_approval_url,
+    readable_groups,
     ready_children,
 )
 from .inbox_asks import AskedEntry, asked_entries
@@ -481,17 +481,6 @@ def _held_for_changes(group: GroupRef, rows: list[tuple[Any, ...]]) -> set[str]:
     return {mission for mission, items in named.items() if items & unreplaced}
 
 
-def _readable_groups(caller: Caller, group: GroupRef, rows: list[Any]) -> frozenset[str]:
-    """The groups whose child missions the person may read by name: this one, and the others
-    they belong to (asked only when a child lives elsewhere)."""
-    elsewhere = any(
-        isinstance(row[5], dict) and row[5].get("group") not in (None, group.id) for row in rows
-    )
-    if not elsewhere:
-        return frozenset({group.id})
-    return frozenset({group.id, *memberships_of(caller.principal)})
-
-
 def _child_running(child: object) -> bool:
     return isinstance(child, dict) and child.get("status") == "running"
 
@@ -509,7 +498,7 @@ def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[Bl
             "work_item_id", "mission", *TERMS, "data__child", "data__history"
         )
     )
-    readable = _readable_groups(caller, group, rows)
+    readable = readable_groups(group.id, (row[5] for row in rows), caller.principal)
     goals = child_goals((row[5] for row in rows), readable)
     running = {row[0]: row[5] for row in rows if _child_running(row[5])}
     ready = ready_children(running.values(), readable)

@@ -32,7 +32,6 @@ from django.utils import timezone
 
 from apps.notifications.deadlines import worth_a_reminder
 from apps.notifications.recipients import waiting_for_approval
-from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
 from missionweave.protocol.work.checks import approvals_required
@@ -44,6 +43,7 @@ from .child_missions import (
     child_key,
     child_mission_words,
     final_approval_url,
+    readable_groups,
     ready_children,
 )
 from .event_words import short_title
@@ -280,9 +280,7 @@ def _children(group_id: str, shown: list[dict[str, Any]], viewer: str) -> _Child
     children = [child for row in shown if (child := _running_child(row)) is not None]
     if not children:
         return _Children()
-    readable = {group_id}
-    if viewer and any(child.get("group") not in (None, group_id) for child in children):
-        readable |= set(memberships_of(viewer))
+    readable = readable_groups(group_id, children, viewer)
     return _Children(child_goals(children, readable), frozenset(ready_children(children, readable)))
 
 

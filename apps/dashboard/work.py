@@ -38,6 +38,7 @@ from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
 from .attempts import AttemptsCard, attempts_card
+from .child_missions import child_key, final_approval_url, readable_groups, ready_children
 from .event_lookup import words_for
 from .item_names import titles_of
 from .timeline import event_family
@@ -344,6 +345,16 @@ class Message:
     resolves: bool | None = None
 
 
+def _child_approval_url(group_id: str, item: WorkItemState, viewer: str) -> str:
+    """The final approval of the running child mission ``item`` is blocked on, once that
+    child's work is all finished and the viewer may read it (R10.2-16, R10.4-06)."""
+    child = item.child
+    if item.state != S.BLOCKED or not child or child.get("status") != "running":
+        return ""
+    ready = ready_children([child], readable_groups(group_id, [child], viewer))
+    return final_approval_url(child) if child_key(child) in ready else ""
+
+
 @dataclass(frozen=True)
 class WorkItemPage:
     view: WorkItemView
@@ -359,6 +370,9 @@ class WorkItemPage:
     #: the goal of each WorkItem the page links to (dependencies, dependents, ended ones),
     #: by id: people know WorkItems by their goals
     related_titles: dict[str, str] = field(default_factory=dict)
+    #: blocked on a child mission whose work is all done: its final approval, the one step
+    #: left (R10.2-16); "" otherwise
+    child_approval_url: str = ""
 
     @property
     def inputs(self) -> list[ArtifactFacts]:
@@ -497,6 +511,7 @@ def work_item_page(group_id: str, work_item_id: str, *, viewer: Viewer) -> WorkI
         execution=execution_of(group_id, item),
         history=history,
         messages=tuple(messages),
+        child_approval_url=_child_approval_url(group_id, item, viewer.principal),
         # the item's own events, read above by the sequences its projection lists: complete
         # when they reach back to its authorisation (the projection keeps the latest ones)
         attempts=attempts_card(

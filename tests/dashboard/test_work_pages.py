@@ -173,6 +173,18 @@ def test_a_child_mission_is_linked_from_its_parent_work_item_and_back(owners: Ow
     assert f"/groups/{owners.group}/missions/{child}/" in link
     child_page = page(client, f"/groups/{owners.group}/missions/{child}/")
     assert f'href="/groups/{owners.group}/work-items/{item}/"' in child_page
+    waiting = text(element(html, "data-field", "waiting-for-child"))
+    assert waiting == (
+        "Waiting for its child mission “Dig”: this WorkItem goes on when that mission ends."
+    )
+
+    # R10.2-16: the child's work all verified, its final approval is the one step left
+    wf.verified_item(world, child)
+    html = page(client, f"/groups/{owners.group}/work-items/{item}/")
+    waiting = element(html, "data-field", "waiting-for-child")
+    assert "its work is all done; it waits for its final approval" in text(waiting)
+    assert f'href="/groups/{owners.group}/missions/{child}/final-approval/"' in waiting
+    assert jargon_in(html) == []
 
 
 # --- one WorkItem -----------------------------------------------------------------------------

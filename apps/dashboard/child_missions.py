@@ -31,6 +31,14 @@ def child_key(child: object) -> Key | None:
     return None
 
 
+def running_child(child: object) -> Mapping[str, Any] | None:
+    """A WorkItem's ``data.child`` while the child mission runs (its parent blocked on it,
+    R10.2-15), else ``None``."""
+    if isinstance(child, Mapping) and child.get("status") == "running":
+        return child
+    return None
+
+
 def readable_groups(group_id: str, children: Iterable[object], viewer: str) -> frozenset[str]:
     """The groups whose child missions ``viewer`` may read by goal: this one, and — asked only
     when a child lives elsewhere — the others they are a member of (R10.4-06)."""

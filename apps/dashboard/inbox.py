@@ -58,6 +58,7 @@ from .child_missions import (
     final_approval_url,
     readable_groups,
     ready_children,
+    running_child,
 )
 from .inbox_asks import AskedEntry, asked_entries
 from .inbox_entries import (
@@ -481,10 +482,6 @@ def _held_for_changes(group: GroupRef, rows: list[tuple[Any, ...]]) -> set[str]:
     return {mission for mission, items in named.items() if items & unreplaced}
 
 
-def _child_running(child: object) -> bool:
-    return isinstance(child, dict) and child.get("status") == "running"
-
-
 def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[BlockedEntry]:
     """WorkItems of the person's missions that cannot move without someone acting."""
     entries: list[BlockedEntry] = []
@@ -500,7 +497,7 @@ def _blocked(caller: Caller, group: GroupRef, owned: set[str] | None) -> list[Bl
     )
     readable = readable_groups(group.id, (row[5] for row in rows), caller.principal)
     goals = child_goals((row[5] for row in rows), readable)
-    running = {row[0]: row[5] for row in rows if _child_running(row[5])}
+    running = {row[0]: row[5] for row in rows if running_child(row[5]) is not None}
     ready = ready_children(running.values(), readable)
     for work_item, mission, goal, urgency, deadline, child, history in rows:
         since = next(

@@ -45,6 +45,7 @@ from .child_missions import (
     final_approval_url,
     readable_groups,
     ready_children,
+    running_child,
 )
 from .event_words import short_title
 from .work_item_cards import budget_lines
@@ -262,8 +263,7 @@ def _failed(group_id: str, total: int) -> Attention:
 
 
 def _running_child(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    child = row.get("data__child")
-    return child if isinstance(child, Mapping) and child.get("status") == "running" else None
+    return running_child(row.get("data__child"))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,13 @@ from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .artifact_facts import ArtifactFacts, artifact_facts, contract_inputs
 from .attempts import AttemptsCard, attempts_card
-from .child_missions import child_key, final_approval_url, readable_groups, ready_children
+from .child_missions import (
+    child_key,
+    final_approval_url,
+    readable_groups,
+    ready_children,
+    running_child,
+)
 from .event_lookup import words_for
 from .item_names import titles_of
 from .timeline import event_family
@@ -348,8 +354,8 @@ class Message:
 def _child_approval_url(group_id: str, item: WorkItemState, viewer: str) -> str:
     """The final approval of the running child mission ``item`` is blocked on, once that
     child's work is all finished and the viewer may read it (R10.2-16, R10.4-06)."""
-    child = item.child
-    if item.state != S.BLOCKED or not child or child.get("status") != "running":
+    child = running_child(item.child)
+    if item.state != S.BLOCKED or child is None:
         return ""
     ready = ready_children([child], readable_groups(group_id, [child], viewer))
     return final_approval_url(child) if child_key(child) in ready else ""

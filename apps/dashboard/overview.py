@@ -38,15 +38,7 @@ from missionweave.protocol.work.checks import approvals_required
 from missionweave.protocol.work.items import LEASE_EXPIRED, START_DEADLINE_MISSED
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
-from .child_missions import (
-    child_goals,
-    child_key,
-    child_mission_words,
-    final_approval_url,
-    readable_groups,
-    ready_children,
-    running_child,
-)
+from . import child_missions
 from .event_words import short_title
 from .work_item_cards import budget_lines
 
@@ -263,7 +255,7 @@ def _failed(group_id: str, total: int) -> Attention:
 
 
 def _running_child(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return running_child(row.get("data__child"))
+    return child_missions.running_child(row.get("data__child"))
 
 
 @dataclass(frozen=True)
@@ -280,8 +272,9 @@ def _children(group_id: str, shown: list[dict[str, Any]], viewer: str) -> _Child
     children = [child for row in shown if (child := _running_child(row)) is not None]
     if not children:
         return _Children()
-    readable = readable_groups(group_id, children, viewer)
-    return _Children(child_goals(children, readable), frozenset(ready_children(children, readable)))
+    readable = child_missions.readable_groups(group_id, children, viewer)
+    goals = child_missions.child_goals(children, readable)
+    return _Children(goals, frozenset(child_missions.ready_children(children, readable)))
 
 
 def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
@@ -290,8 +283,8 @@ def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
     in its own words (R11.4-04)."""
     child = _running_child(row)
     if child is not None:
-        words = child_mission_words(child, children.goals)
-        if child_key(child) in children.ready:
+        words = child_missions.child_mission_words(child, children.goals)
+        if child_missions.child_key(child) in children.ready:
             return f"Waiting for {words}, whose work is all done: it waits for its final approval."
         return f"Waiting for {words}; it goes on when that ends."
     blocked_for = row.get("data__blocked_for") or {}
@@ -308,8 +301,12 @@ def _blocked(group_id: str, total: int, viewer: str) -> Attention:
     found = []
     for row in shown:
         child = _running_child(row)
-        approve = child is not None and child_key(child) in children.ready
-        url = final_approval_url(child) if approve else _item_url(group_id, row["work_item_id"])
+        approve = child is not None and child_missions.child_key(child) in children.ready
+        url = (
+            child_missions.final_approval_url(child)
+            if approve
+            else _item_url(group_id, row["work_item_id"])
+        )
         found.append(
             Row(
                 key=f"blocked-{row['work_item_id']}",

@@ -10,11 +10,13 @@ group's to show (R10.4-06), so elsewhere the child stays named by its id.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q
 from django.urls import reverse
 
+from apps.registry.models import Group
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
 from missionweave.protocol import states as S
@@ -106,3 +108,36 @@ def child_mission_words(child: Any, goals: Mapping[Key, str]) -> str:
     if isinstance(child, Mapping) and child.get("mission"):
         return f"the child mission {child['mission']}"
     return "its child mission"
+
+
+@dataclass(frozen=True)
+class ParentWork:
+    """The WorkItem a child mission unblocks (its ``link``, R10.2-15..16), as the viewer may
+    read it: by its goal, linked, where they are a member of its group; by its id and group
+    otherwise (R10.4-06)."""
+
+    work_item: str
+    group: str
+    group_name: str  # "" where the viewer may not read the group
+    goal: str  # "" where the viewer may not read it
+    url: str  # "" where the viewer may not open it
+
+
+def parent_work(mission: Mission, viewer: str) -> ParentWork | None:
+    """What approving the child ``mission`` moves on, or ``None`` for a mission of its own
+    (one or two queries)."""
+    link = mission.link
+    if not isinstance(link, Mapping) or not link.get("group") or not link.get("work_item"):
+        return None
+    group, work_item = str(link["group"]), str(link["work_item"])
+    readable = group == mission.group_id or group in memberships_of(viewer)
+    if not readable:
+        return ParentWork(work_item, group, "", "", "")
+    title = (
+        WorkItem.objects.filter(group_id=group, work_item_id=work_item)
+        .values_list("title", flat=True)
+        .first()
+    )
+    name = Group.objects.filter(pk=group).values_list("name", flat=True).first() or group
+    url = reverse("dashboard:work-item", args=[group, work_item])
+    return ParentWork(work_item, group, name, title or "", url)

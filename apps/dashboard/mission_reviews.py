@@ -25,6 +25,7 @@ from missionweave.protocol.memberships import Membership as MembershipState
 
 from .artifact_facts import ArtifactFacts, artifact_facts
 from .change_requests import changes_sentence
+from .child_missions import ParentWork, parent_work
 from .item_names import titles_of
 from .json_once import paths_once
 from .missions import (
@@ -122,6 +123,8 @@ class FinalApproval:
     pages: int = 1
     #: the submitted artifacts of the items shown, by digest, named by their manifest
     artifacts: dict[str, ArtifactFacts] | None = None
+    #: a child mission's parent WorkItem: what approving it moves on (R10.2-16)
+    unblocks: ParentWork | None = None
 
     @property
     def is_active(self) -> bool:
@@ -357,4 +360,5 @@ def final_approval(
         total=len(states),
         page=page,
         pages=pages,
+        unblocks=parent_work(mission, caller.principal),
     )

@@ -36,7 +36,7 @@ from missionweave.protocol.work.dependents import NOT_STARTED
 from missionweave.protocol.work.schedule import DISCLOSE
 
 from .charts import BudgetChart, budget_charts
-from .child_missions import child_goals
+from .child_missions import ParentWork, child_goals, parent_work
 from .event_lookup import words_at
 from .graph import GraphLayout, GraphNode, layout
 from .item_names import item_names
@@ -269,6 +269,8 @@ class MissionPage:
     progress_page: int = 1  # which ``PROGRESS_SHOWN`` rows of ``progress_all`` are shown
     #: those rows, each with its report and schedule (``with_reports``)
     progress_rows: tuple[ItemSummary, ...] = ()
+    #: a child mission's parent WorkItem, named as the viewer may read it (R10.4-06)
+    unblocks: ParentWork | None = None
 
     @property
     def is_active(self) -> bool:
@@ -622,6 +624,7 @@ def mission_page(
         actions=mission_actions(
             mission, unfinished, viewer, membership, {item.id: item.goal for item in items}
         ),
+        unblocks=parent_work(mission, viewer.principal),
     )
     shown = min(max(progress_page, 1), page.progress_pages)
     start = (shown - 1) * PROGRESS_SHOWN

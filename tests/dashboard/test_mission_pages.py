@@ -19,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.dashboard import mission_reviews, mission_waiting, missions
 from apps.registry import services
+from apps.work.models import WorkItem
 from missionweave.protocol.examples import example_contract
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
@@ -316,7 +317,27 @@ def test_a_child_in_another_group_is_linked_only_for_its_members_and_names_its_g
     child_page = page(client, f"/groups/{other}/missions/{child}/")
     parent = text(element(child_page, "data-field", "parent"))
     assert parent == f"Map the outage {scene.mission} in group {world.group}"
-    assert text(element(child_page, "data-field", "link")) == f"{item} in group {world.group}"
+    # the WorkItem it unblocks, by its goal and linked: maria is a member of its group
+    title = WorkItem.objects.get(group_id=world.group, work_item_id=item).title
+    link = element(child_page, "data-field", "link")
+    assert text(link) == f"{title} in {world.group}"
+    assert f'href="/groups/{world.group}/work-items/{item}/"' in link
+    # and its final approval says what approving it moves on
+    final = page(client, f"/groups/{other}/missions/{child}/final-approval/")
+    unblocks = element(final, "data-field", "unblocks")
+    assert f"approving it verifies the WorkItem “{title}” in {world.group}" in text(unblocks)
+    assert f'href="/groups/{world.group}/work-items/{item}/"' in unblocks
+
+    # lena belongs to the child's group only: the parent is named by its id and group
+    lena = human("lena")
+    grant(world.alice, other, lena, "observer")
+    lenas = page(logged_in(lena), f"/groups/{other}/missions/{child}/")
+    assert text(element(lenas, "data-field", "link")) == f"{item} in group {world.group}"
+    final = page(logged_in(lena), f"/groups/{other}/missions/{child}/final-approval/")
+    unblocks = element(final, "data-field", "unblocks")
+    assert f"waits for it in another group ({world.group})" in text(unblocks)
+    assert title not in text(unblocks)
+    assert "href" not in unblocks
 
 
 def test_the_timeline_slice_lists_the_newest_events_each_linked_to_the_group_timeline(

@@ -118,14 +118,14 @@ class ParentWork:
 
     work_item: str
     group: str
-    group_name: str  # "" where the viewer may not read the group
+    group_name: str  # another group's name; "" for this group or one the viewer may not read
     goal: str  # "" where the viewer may not read it
     url: str  # "" where the viewer may not open it
 
 
 def parent_work(mission: Mission, viewer: str) -> ParentWork | None:
     """What approving the child ``mission`` moves on, or ``None`` for a mission of its own
-    (one or two queries)."""
+    (no query then; at most three for a child in another group)."""
     link = mission.link
     if not isinstance(link, Mapping) or not link.get("group") or not link.get("work_item"):
         return None
@@ -138,6 +138,8 @@ def parent_work(mission: Mission, viewer: str) -> ParentWork | None:
         .values_list("title", flat=True)
         .first()
     )
-    name = Group.objects.filter(pk=group).values_list("name", flat=True).first() or group
+    name = ""  # shown only for another group
+    if group != mission.group_id:
+        name = Group.objects.filter(pk=group).values_list("name", flat=True).first() or group
     url = reverse("dashboard:work-item", args=[group, work_item])
     return ParentWork(work_item, group, name, title or "", url)

@@ -325,7 +325,7 @@ def test_a_child_in_another_group_is_linked_only_for_its_members_and_names_its_g
     # and its final approval says what approving it moves on
     final = page(client, f"/groups/{other}/missions/{child}/final-approval/")
     unblocks = element(final, "data-field", "unblocks")
-    assert f"approving it verifies the WorkItem “{title}” in {world.group}" in text(unblocks)
+    assert f"Approving it verifies the WorkItem “{title}” in {world.group}, which" in text(unblocks)
     assert f'href="/groups/{world.group}/work-items/{item}/"' in unblocks
 
     # lena belongs to the child's group only: the parent is named by its id and group

@@ -13,12 +13,12 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
 from django.urls import reverse
 
 from apps.registry.models import Group
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, MissionStatus, WorkItem
+from apps.work.selectors import in_groups
 from missionweave.protocol import states as S
 
 from .event_words import short_title
@@ -54,20 +54,13 @@ def _readable_keys(children: Iterable[object], readable: Container[str]) -> set[
     return {key for key in map(child_key, children) if key is not None and key[0] in readable}
 
 
-def _either(keys: Iterable[Key], field: str) -> Q:
-    wanted = Q()
-    for group, mission in sorted(keys):
-        wanted |= Q(group_id=group, **{field: mission})
-    return wanted
-
-
 def child_goals(children: Iterable[object], readable: Container[str]) -> dict[Key, str]:
     """``(group, mission) -> goal`` of each child mission named whose group is ``readable``
     (the reader's groups; one query)."""
     keys = _readable_keys(children, readable)
     if not keys:
         return {}
-    rows = Mission.objects.filter(_either(keys, "mission_id"))
+    rows = Mission.objects.filter(in_groups(keys, "mission_id"))
     return {(g, m): goal for g, m, goal in rows.values_list("group_id", "mission_id", "goal")}
 
 
@@ -79,7 +72,7 @@ def ready_children(children: Iterable[object], readable: Container[str]) -> set[
     keys = _readable_keys(children, readable)
     if not keys:
         return set()
-    active = Mission.objects.filter(_either(keys, "mission_id"), state=MissionStatus.ACTIVE)
+    active = Mission.objects.filter(in_groups(keys, "mission_id"), state=MissionStatus.ACTIVE)
     with_work = {
         (group, mission)
         for group, mission, items in active.values_list("group_id", "mission_id", "work_items")
@@ -87,7 +80,7 @@ def ready_children(children: Iterable[object], readable: Container[str]) -> set[
     }
     if not with_work:
         return set()
-    unfinished = WorkItem.objects.filter(_either(with_work, "mission"), state__in=S.UNFINISHED)
+    unfinished = WorkItem.objects.filter(in_groups(with_work, "mission"), state__in=S.UNFINISHED)
     return with_work - set(unfinished.values_list("group_id", "mission").distinct())
 
 
@@ -123,14 +116,19 @@ class ParentWork:
     url: str  # "" where the viewer may not open it
 
 
-def parent_work(mission: Mission, viewer: str) -> ParentWork | None:
+def parent_work(
+    mission: Mission, viewer: str, *, member_of: Container[str] | None = None
+) -> ParentWork | None:
     """What approving the child ``mission`` moves on, or ``None`` for a mission of its own
-    (no query then; at most three for a child in another group)."""
+    (no query then; at most three for a child in another group). ``member_of``: the viewer's
+    groups when the page has read them already."""
     link = mission.link
     if not isinstance(link, Mapping) or not link.get("group") or not link.get("work_item"):
         return None
     group, work_item = str(link["group"]), str(link["work_item"])
-    readable = group == mission.group_id or group in memberships_of(viewer)
+    if group != mission.group_id and member_of is None:
+        member_of = frozenset(memberships_of(viewer))
+    readable = group == mission.group_id or group in (member_of or ())
     if not readable:
         return ParentWork(work_item, group, "", "", "")
     title = (

@@ -552,7 +552,9 @@ def state_counts(states: Iterable[str]) -> tuple[tuple[str, int], ...]:
 
 def _related_missions(
     mission: Mission, viewer: str
-) -> tuple[MissionRef | None, tuple[MissionRef, ...]]:
+) -> tuple[MissionRef | None, tuple[MissionRef, ...], frozenset[str] | None]:
+    """The parent and children as refs, and the viewer's groups when a related mission lives
+    elsewhere (read once for the page; ``None`` when not read)."""
     related = [n for n in (mission.parent, *mission.children) if n]
     same_group = [n for n in related if "/" not in n]
     rows = Mission.objects.filter(group_id=mission.group_id, mission_id__in=same_group)
@@ -561,7 +563,8 @@ def _related_missions(
         states[mission_id] = state
         goals[(mission.group_id, mission_id)] = goal
     # the viewer's other groups, asked only when a related mission lives in one
-    member_of = frozenset(memberships_of(viewer)) if len(same_group) < len(related) else frozenset()
+    elsewhere = len(same_group) < len(related)
+    member_of = frozenset(memberships_of(viewer)) if elsewhere else frozenset()
     refs = [MissionRef.parse(notation, states, member_of) for notation in related]
     # another group's goal only where the viewer is a member there (R10.4-06)
     goals |= child_goals(
@@ -572,7 +575,7 @@ def _related_missions(
         for ref in refs
     ]
     parent = named[0] if mission.parent else None
-    return parent, tuple(named[1:] if mission.parent else named)
+    return parent, tuple(named[1:] if mission.parent else named), member_of if elsewhere else None
 
 
 #: above this many WorkItems the mission page does not draw the graph inline: the picture
@@ -609,7 +612,7 @@ def mission_page(
     inline_graph = len(mission.work_items) <= INLINE_GRAPH_LIMIT
     items = mission_items(mission, for_graph=inline_graph)
     ending = mission_ending(mission, max((item.last_sequence for item in items), default=0))
-    parent, children = _related_missions(mission, viewer.principal)
+    parent, children, member_of = _related_missions(mission, viewer.principal)
     unfinished = [item.id for item in items if item.unfinished]
     page = MissionPage(
         mission=mission,
@@ -624,7 +627,7 @@ def mission_page(
         actions=mission_actions(
             mission, unfinished, viewer, membership, {item.id: item.goal for item in items}
         ),
-        unblocks=parent_work(mission, viewer.principal),
+        unblocks=parent_work(mission, viewer.principal, member_of=member_of),
     )
     shown = min(max(progress_page, 1), page.progress_pages)
     start = (shown - 1) * PROGRESS_SHOWN

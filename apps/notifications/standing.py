@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from django.db.models import Q
-
 from apps.registry.services import memberships_of
 from apps.work.models import Mission, WorkItem
+from apps.work.selectors import in_groups
 from missionweave.protocol import states as S
 from missionweave.protocol.work.items import WorkItem as WorkItemState
 
@@ -62,21 +61,14 @@ def read_now(notifications: Iterable[Notification]) -> Now:
             wanted[notification.subject_type].add(key)
     items: dict[Key, WorkItemState] = {}
     if wanted["work_item"]:
-        rows = WorkItem.objects.filter(_either("work_item_id", wanted["work_item"]))
+        rows = WorkItem.objects.filter(in_groups(wanted["work_item"], "work_item_id"))
         items = {(row.group_id, row.work_item_id): row.to_state() for row in rows}
     missions: dict[Key, str] = {}
     if wanted["mission"]:
-        found = Mission.objects.filter(_either("mission_id", wanted["mission"]))
+        found = Mission.objects.filter(in_groups(wanted["mission"], "mission_id"))
         rows = found.values_list("group_id", "mission_id", "state")
         missions = {(group, mission): state for group, mission, state in rows}
     return Now(items=items, missions=missions)
-
-
-def _either(field: str, keys: set[Key]) -> Q:
-    wanted = Q()
-    for group, subject in sorted(keys):
-        wanted |= Q(group_id=group, **{field: subject})
-    return wanted
 
 
 def standing(notifications: Iterable[Notification], principal: str) -> dict[int, str]:

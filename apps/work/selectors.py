@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from django.db.models import Q
 
 from missionweave.protocol.context import ContextPackage as ContextPackageState
 from missionweave.protocol.context import context_key
@@ -73,3 +76,13 @@ def context_packages(
         if package.in_context_of(mission, work_item):
             found.append(package)
     return found, None
+
+
+def in_groups(keys: Iterable[tuple[str, str]], field: str) -> Q:
+    """Rows named by ``(group, id)`` pairs, ``id`` in ``field`` (``mission_id``,
+    ``work_item_id``, ``mission``): one filter for subjects spread over several groups, as
+    a page of notifications or a WorkItem's child missions name them."""
+    wanted = Q(pk__in=[])
+    for group, subject in sorted(set(keys)):
+        wanted |= Q(group_id=group, **{field: subject})
+    return wanted

@@ -7,8 +7,10 @@ Every read is bounded whatever the group's size (130,000 WorkItems, 1,000,000 ev
   answered from the ``(group, state, …)`` indexes, and each ended WorkItem state counted no
   further than ``COUNT_CAP`` ("10,000+");
 - each attention list reads at most ``SHOWN + 1`` rows (the extra one says "more"), and counts
-  the rest only when there is more: failed and blocked WorkItems by state (their count is the
-  state's own); start-by deadlines and ending leases by the ``due_at`` column the sweeps use
+  the rest only when there is more: failed WorkItems by state (their count is the state's
+  own), blocked ones by state and whether a running child mission holds them (the newest
+  ``CHILD_SCAN`` of those looked at for a child that waits only for its final approval);
+  start-by deadlines and ending leases by the ``due_at`` column the sweeps use
   (``WorkItem.due()``: a queued owner's start-by, an active lease's end), the start-by ones
   judged by the reminders' rule over the ``START_SCAN`` nearest; refused executions
   among the queued WorkItems with no deadline (a refused revision holds none, R10.2-06);
@@ -26,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
@@ -258,18 +260,22 @@ def _running_child(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return child_missions.running_child(row.get("data__child"))
 
 
+#: the blocked WorkItems whose running child missions are looked at (newest first)
+CHILD_SCAN = 100
+
+
 @dataclass(frozen=True)
 class _Children:
-    """The running child missions the shown blocked rows wait for, as the viewer may read
-    them (this group; the others they belong to, asked only when a child lives elsewhere:
+    """The running child missions the blocked rows wait for, as the viewer may read them
+    (this group; the others they belong to, asked only when a child lives elsewhere:
     R10.4-06): their goals, and which wait only for their final approval."""
 
     goals: Mapping[Any, str] = field(default_factory=dict)
     ready: frozenset[Any] = frozenset()
 
 
-def _children(group_id: str, shown: list[dict[str, Any]], viewer: str) -> _Children:
-    children = [child for row in shown if (child := _running_child(row)) is not None]
+def _children(group_id: str, rows: list[dict[str, Any]], viewer: str) -> _Children:
+    children = [child for row in rows if (child := _running_child(row)) is not None]
     if not children:
         return _Children()
     readable = child_missions.readable_groups(group_id, children, viewer)
@@ -278,15 +284,12 @@ def _children(group_id: str, shown: list[dict[str, Any]], viewer: str) -> _Child
 
 
 def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
-    """What the blocked item waits for: a running child mission (R10.2-15; nobody needs to
-    act until it ends, unless only its final approval is left), or what its worker asked for
-    in its own words (R11.4-04)."""
+    """What the blocked item waits for: the final approval of a child mission whose work is
+    all done (R10.2-16), or what its worker asked for in its own words (R11.4-04)."""
     child = _running_child(row)
     if child is not None:
         words = child_missions.child_mission_words(child, children.goals)
-        if child_missions.child_key(child) in children.ready:
-            return f"Waiting for {words}, whose work is all done: it waits for its final approval."
-        return f"Waiting for {words}; it goes on when that ends."
+        return f"Waiting for {words}, whose work is all done: it waits for its final approval."
     blocked_for = row.get("data__blocked_for") or {}
     resolution = str(blocked_for.get("resolution") or "").strip()
     if resolution:
@@ -294,38 +297,67 @@ def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
     return "Blocked: its worker cannot go on without help."
 
 
-def _blocked(group_id: str, total: int, viewer: str) -> Attention:
-    rows = WorkItem.objects.filter(group_id=group_id, state=S.BLOCKED).order_by("-id")
-    shown, _more = _first(rows, "data__blocked_for", "data__child")
-    children = _children(group_id, shown, viewer)
-    found = []
-    for row in shown:
-        child = _running_child(row)
-        approve = child is not None and child_missions.child_key(child) in children.ready
-        url = (
+def _blocked_row(group_id: str, row: Mapping[str, Any], children: _Children) -> Row:
+    child = _running_child(row)
+    return Row(
+        key=f"blocked-{row['work_item_id']}",
+        title=_title(row),
+        reason=_blocked_reason(row, children),
+        action="Open its final approval" if child is not None else "Open the WorkItem",
+        url=(
             child_missions.final_approval_url(child)
-            if approve
+            if child is not None
             else _item_url(group_id, row["work_item_id"])
-        )
-        found.append(
-            Row(
-                key=f"blocked-{row['work_item_id']}",
-                title=_title(row),
-                reason=_blocked_reason(row, children),
-                action="Open its final approval" if approve else "Open the WorkItem",
-                url=url,
-                at=row["due_at"],
-                at_words="handed to another worker after" if row["due_at"] else "",
-                who=row["owner"],
-            )
-        )
+        ),
+        at=row["due_at"],
+        at_words="handed to another worker after" if row["due_at"] else "",
+        who=row["owner"],
+    )
+
+
+def _still_working_note(waiting: int, scanned_all: bool) -> str:
+    if not waiting:
+        return ""
+    if waiting == 1:
+        said = "1 more blocked WorkItem waits for its child mission, still at work: nobody "
+        said += "needs to act until it ends."
+    else:
+        said = f"{waiting} more blocked WorkItems wait for their child missions, still at "
+        said += "work: nobody needs to act until they end."
+    if not scanned_all:
+        said += f" Only the newest {CHILD_SCAN} were checked for a child whose work is done."
+    return said
+
+
+def _blocked(group_id: str, total: int, viewer: str) -> Attention:
+    """Blocked WorkItems someone can move now (R11.4-04..06): those whose worker asked for
+    help, and those whose child mission waits only for its final approval (R10.2-16). One
+    blocked while its child mission still works needs nobody until the child ends (R10.2-15):
+    it is counted in a note, not listed, as "needs attention now" lists things to do. The
+    child missions looked at are the newest ``CHILD_SCAN``; ``total`` is the state's count."""
+    rows = WorkItem.objects.filter(group_id=group_id, state=S.BLOCKED)
+    on_child = Q(data__child__status="running")
+    # a missing key is SQL NULL, which ``~on_child`` alone would not match
+    helped = rows.filter(~on_child | Q(data__child__status__isnull=True)).order_by("-id")
+    shown, more = _first(helped, "data__blocked_for", "data__child")
+    helped_total = _total(helped, shown, more)
+    waiting: list[dict[str, Any]] = []
+    if total > helped_total:
+        fields = (*_ROW_FIELDS, "data__blocked_for", "data__child")
+        waiting = list(rows.filter(on_child).order_by("-id").values(*fields)[: CHILD_SCAN + 1])
+    scanned_all, waiting = len(waiting) <= CHILD_SCAN, waiting[:CHILD_SCAN]
+    children = _children(group_id, waiting, viewer)
+    ready = [
+        row for row in waiting if child_missions.child_key(row["data__child"]) in children.ready
+    ]
     return Attention(
         kind="blocked",
         heading="Blocked WorkItems",
-        rows=tuple(found),
-        total=total,
+        rows=tuple(_blocked_row(group_id, row, children) for row in (ready + shown)[:SHOWN]),
+        total=helped_total + len(ready),
         more_url=_list_url(group_id, "work-items", S.BLOCKED),
         more_words="all blocked WorkItems",
+        note=_still_working_note(max(0, total - helped_total - len(ready)), scanned_all),
     )
 
 

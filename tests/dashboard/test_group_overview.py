@@ -123,36 +123,58 @@ def test_failed_and_blocked_workitems_need_attention_with_their_reason_and_link(
     assert "Open the WorkItem" in text(row)
 
 
-def test_work_waiting_for_a_child_mission_says_so_by_the_childs_goal(
+def test_work_waiting_for_a_child_mission_at_work_is_counted_not_listed_until_it_waits_for_people(
     dash: Dashboard, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """R10.2-15: an item blocked while its child mission runs is not "its worker cannot go on
-    without help": nobody needs to act until the child ends. The child is named by its goal,
-    as the inbox does; one in another group by its id until the viewer is a member there
-    (R10.4-06)."""
+    """R10.2-15: an item blocked while its child mission works needs nobody until the child
+    ends, so "Needs attention now" does not list it: a note counts it. Once the child's work
+    is all done it waits for a person's final approval (R10.2-16): then it is listed, by the
+    child's goal, linking that approval."""
     world = dash.world
     here, child_here = wf.blocked_on_child(world, world.group, "Dig through the archive")
-    reason = text(element(section(dash), "id", f"attention-blocked-{here}"))
-    assert "Waiting for the child mission “Dig through the archive”; it goes on" in reason
-    assert "without help" not in reason
+    html = section(dash)
+    assert f"attention-blocked-{here}" not in html
+    assert "Nothing needs attention right now." in text(html)
+    assert (
+        "1 more blocked WorkItem waits for its child mission, still at work: nobody needs to "
+        "act until it ends." in text(element(html, "data-field", "attention-blocked-note"))
+    )
 
-    other = unique("g-lab")
+    other = unique("g-lab")  # a child in another group counts the same
     group(other, world.org)
     grant(world.alice, other, world.w1, "coordinator")
     with django_capture_on_commit_callbacks(execute=True):  # the child opens in its group
-        there, child = wf.blocked_on_child(world, other, "Lab work")
-    reason = text(element(section(dash), "id", f"attention-blocked-{there}"))
-    assert f"Waiting for the child mission {child};" in reason
-    grant(world.alice, other, dash.maria, "observer")
-    reason = text(element(section(dash), "id", f"attention-blocked-{there}"))
-    assert "Waiting for the child mission “Lab work”;" in reason
+        there, _child = wf.blocked_on_child(world, other, "Lab work")
+    html = section(dash)
+    assert f"attention-blocked-{there}" not in html
+    assert "2 more blocked WorkItems wait for their child missions, still at work" in text(html)
 
-    # R10.2-16: the child's work all verified, only its final approval is left: linked
+    # R10.2-16: the child's work all verified, only its final approval is left: listed
     wf.verified_item(world, child_here)
-    row = element(section(dash), "id", f"attention-blocked-{here}")
+    html = section(dash)
+    row = element(html, "id", f"attention-blocked-{here}")
     assert "“Dig through the archive”, whose work is all done: it waits for its final" in text(row)
     assert f'href="/groups/{world.group}/missions/{child_here}/final-approval/"' in row
     assert "Open its final approval" in text(row)
+    assert 'data-field="attention-blocked-total">1<' in html
+    assert "1 more blocked WorkItem waits for its child mission, still at work" in text(html)
+
+
+def test_blocked_work_is_counted_by_what_it_waits_for_whatever_the_mix(dash: Dashboard) -> None:
+    """R11.4-04 and R10.2-15 side by side: the worker's call for help is listed and counted;
+    the work waiting for a child at work only in the note; the heading's count is the
+    listed kind's, so it matches what the list says needs doing."""
+    world = dash.world
+    mission = wf.mission(world)
+    helped = blocked_item(world, mission)
+    waiting, _child = wf.blocked_on_child(world, world.group, "Dig through the archive")
+    html = section(dash)
+    assert f"attention-blocked-{helped}" in html
+    assert f"attention-blocked-{waiting}" not in html
+    assert 'data-field="attention-blocked-total">1<' in html
+    note = text(element(html, "data-field", "attention-blocked-note"))
+    assert note.startswith("1 more blocked WorkItem waits for its child mission")
+    assert count_of(group_page(dash), "work-counts", "blocked") == 2
 
 
 def test_a_start_by_within_the_lead_time_needs_attention(dash: Dashboard, settings) -> None:

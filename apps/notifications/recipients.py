@@ -198,10 +198,12 @@ def approval_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Dr
     if item is None or not waiting_for_approval(item):
         return []
     needed = approvals_required(item)
-    body = (
-        f"{name(item.owner or '')} accepted this work; it cannot start until "
-        f"{mission_owners(needed)} approve it ({len(item.approvals)} so far)."
+    until = (
+        "a mission owner approves it"
+        if needed == 1
+        else f"{mission_owners(needed)} approve it ({len(item.approvals)} so far)"
     )
+    body = f"{name(item.owner or '')} accepted this work; it cannot start until {until}."
     return _drafts(
         may_still_approve(item, facts.people),
         Kind.APPROVAL_NEEDED,

@@ -104,6 +104,17 @@ def test_approval_needed_goes_to_the_mission_owners_who_may_still_grant_it() -> 
     )
 
 
+def test_one_approval_needed_reads_as_one_person_not_a_count() -> None:
+    """R10.2-06 with a quorum of one: "until a mission owner approves it", not "until 1
+    mission owner approve it (0 so far)"."""
+    single = item(contract=contract(approvals=1, goal="Summarise the reports"))
+    drafts = drafts_for(event("work.offer_accepted"), facts(item=single), name)
+    assert (
+        drafts[0].body
+        == "W2 accepted this work; it cannot start until a mission owner approves it."
+    )
+
+
 def test_no_approval_is_asked_once_met_refused_or_ungated() -> None:
     for settled in (
         item(approvals=(OLGA, OMAR)),

@@ -271,7 +271,7 @@ def test_an_active_mission_whose_work_has_all_finished_waits_for_final_approval(
 
     html = inbox_html(world.olga)
     assert entries(html, "missions") == [mission]
-    assert "2 work items finished" in text(section(html, "missions"))
+    assert "both WorkItems finished" in text(section(html, "missions"))
     assert entries(inbox_html(people.rita), "missions") == []
 
 

@@ -2,9 +2,10 @@
 
 ``produce(group)`` locks the group's cursor, reads the events after it that may tell someone
 something (``recipients.TRIGGERS``), makes the notifications their drafts describe, queues the
-email of each one to be sent at once (a :class:`Delivery` row, the outbox), and advances the
-cursor — all in one transaction, so a crash leaves the cursor where the rows are. The rows are
-unique per person, kind and key, so producing the same events twice changes nothing.
+email of each one to be sent at once (a :class:`Delivery` row, the outbox), marks read what a
+person's own act answered (``answered``), and advances the cursor — all in one transaction,
+so a crash leaves the cursor where the rows are. The rows are unique per person, kind and
+key, so producing the same events twice changes nothing.
 
 It runs after a hint (``tasks.hint_produce``, a reaction after commit) and from the beat's
 catch-up over every group, so a lost hint only delays. A new group starts at sequence 0; the
@@ -26,13 +27,16 @@ from django.db import transaction
 
 from apps.ledger.models import Event, GroupLog
 
-from . import facts, hook_outbox, live, preferences
+from . import answered, facts, hook_outbox, live, preferences
 from .kinds import EmailMode, Kind
 from .models import Delivery, Notification, NotificationCursor
 from .recipients import TRIGGERS, Draft, drafts_for
 
 logger = logging.getLogger(__name__)
 
+#: every event type the producer reads: those that tell someone something, and those by
+#: which a person answers what they were asked (``answered``)
+READ = TRIGGERS | frozenset(answered.ANSWERS)
 #: events examined per transaction; a longer backlog is read in several
 BATCH = 500
 EMAIL = "email"
@@ -80,7 +84,7 @@ def produce(group_id: str) -> Produced:
                 group_id=group_id,
                 sequence__gt=cursor.sequence,
                 sequence__lte=through,
-                type__in=sorted(TRIGGERS),
+                type__in=sorted(READ),
             )
             .order_by("sequence")
             .values_list("document", flat=True)
@@ -90,6 +94,9 @@ def produce(group_id: str) -> Produced:
         book = Recipients()
         for document in documents:
             event = json.loads(document)
+            answered.mark_answered(event, group_id)
+            if event["type"] not in TRIGGERS:
+                continue
             found = facts.facts_for(event, group_id, members=members, name=name)
             drafts = drafts_for(event, found, facts.display_name)
             store(drafts, group_id, book, done, event=event)

@@ -8,7 +8,8 @@ sends their email to a real SMTP server process (aiosmtpd, ``tests/notifications
 - Olga turned "Execution approval needed" off on her notification settings page, in her
   browser: she gets nothing of it, neither a row nor an email.
 - Olivia's "Ask for approval from… Omar" reaches Omar first: his bell, the top of his
-  notifications page, and the first section of his inbox.
+  notifications page, and the first section of his inbox; his own approval then reads what
+  asked him for it.
 
 The beat's catch-up runs every 30 s here, so what arrives within 5 s came by the hints after
 commit. Every screen is shot under ``var/screenshots/notifications-*``, checked with axe-core,
@@ -302,7 +303,8 @@ def test_asking_omar_for_approval_reaches_him_first(
 ) -> None:
     """Issue 36 §4: Olivia asks Omar for approval by name on the approval page; Omar's bell
     counts it live, it is first on his notifications page and first in his inbox ("Asked of
-    you"), and he is emailed."""
+    you"), and he is emailed. Once he approves, the request he never opened is read too:
+    his bell shows none unread, live."""
     server, mailbox, world = stack.server, stack.mailbox, owners.world
     goal = f"Check the supplier contracts {uuid.uuid4().hex[:6]}"
     omar = signed_in(browser, contexts, server, "omar")
@@ -338,3 +340,12 @@ def test_asking_omar_for_approval_reaches_him_first(
     omar.locator("li.notification").first.get_by_role("link", name=asks).click()
     expect(omar).to_have_url(f"{server.url}/groups/{world.group}/work-items/{item}/approval/")
     expect_bell(omar, 1)
+
+    # He approves: what he did himself is read (``answered``), so the first request, never
+    # opened, leaves his bell too, live.
+    omar.get_by_role("button", name="Approve revision 1").click()
+    expect(omar.locator('[data-field="quorum"]')).to_contain_text("1 of 2")
+    expect(bell(omar)).to_have_attribute(
+        "aria-label", "Notifications: none unread", timeout=TOLD_WITHIN_S * 1000
+    )
+    check_screen(omar, "notifications-07-his-own-approval-is-read")

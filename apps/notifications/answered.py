@@ -1,4 +1,7 @@
-"""What a person did themselves is no longer unread news to them.
+"""Which notifications stop being unread by themselves: what a person did themselves, and
+what they were asked again.
+
+**Done by themselves.**
 
 Olivia is told "Approve the execution of …", then approves it from her inbox without opening
 the notification: until now her bell still counted it, and went on counting every request she
@@ -25,6 +28,14 @@ Only notifications made before the event (an earlier ``event_sequence``, or a re
 has none): a new revision's request that came after stays unread. Others' notifications are
 untouched, and the person's own keep their words: the notifications page says what settled
 them (``standing``). Marking read twice changes nothing, so a rewound cursor is harmless.
+
+**Asked again.** A WorkItem taken from a worker that missed its start-by and accepted by
+another asks its mission owners for approval again, with a new start-by reminder; the old
+request and reminder stayed unread beside the new ones, four for one errand. So a new
+notification of an errand kind (``kinds.ERRANDS``) marks read the same person's older unread
+one of that kind about the same subject: the newer says what is asked now. Not within one
+approval round: "Olivia approved “…”: it still needs you" is news beside the first request,
+which stays unread until the person acts on either.
 """
 
 from __future__ import annotations
@@ -38,9 +49,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import live
-from .kinds import Kind
+from .kinds import ERRANDS, Kind
 from .models import Notification
-from .recipients import is_person
+from .recipients import approval_round, is_person
 
 WORK_ITEM = "work_item"
 MISSION = "mission"
@@ -120,3 +131,22 @@ def mark_answered(event: Mapping[str, Any], group_id: str) -> int:
     if marked:
         live.hint_after_commit(user_id)  # the bell, live (issue 36 §2)
     return marked
+
+
+def mark_asked_again(notification: Notification) -> int:
+    """Mark read the person's older unread notifications that ``notification``, just made,
+    asks again (an errand kind, the same subject); how many were."""
+    if notification.kind not in ERRANDS or not notification.subject_id:
+        return 0
+    older = Notification.objects.filter(
+        user_id=notification.user_id,
+        kind=notification.kind,
+        group_id=notification.group_id,
+        subject_type=notification.subject_type,
+        subject_id=notification.subject_id,
+        read_at__isnull=True,
+        pk__lt=notification.pk,
+    )
+    if notification.kind == Kind.APPROVAL_NEEDED:  # "… approved it: it still needs you" is news
+        older = older.exclude(key__startswith=f"{approval_round(notification.key)}:")
+    return older.update(read_at=timezone.now())

@@ -23,6 +23,21 @@ class Kind(models.TextChoices):
     HOOK_DISABLED = "hook_disabled", "A chat or webhook hook of your group was disabled"
 
 
+#: kinds that ask one errand of one subject (a WorkItem's approval, review, start or block; a
+#: mission's final approval): a newer one about the same subject replaces the older, which is
+#: then no longer unread (``answered.mark_asked_again``). News (a decision, a send-back, a
+#: membership) and a person's own ask are each worth reading, so they are not among them.
+ERRANDS = frozenset(
+    {
+        Kind.APPROVAL_NEEDED,
+        Kind.DEADLINE_NEAR,
+        Kind.REVIEW_WAITING,
+        Kind.MISSION_READY,
+        Kind.WORK_BLOCKED,
+    }
+)
+
+
 class EmailMode(models.TextChoices):
     """How a kind reaches a person by email."""
 

@@ -167,6 +167,7 @@ def store(
         )
         if not created:
             continue
+        answered.mark_asked_again(notification)
         done.created.append(notification.pk)
         if preference.in_app:
             live.hint_after_commit(user.pk)  # the person's bell, live (issue 36 §2)

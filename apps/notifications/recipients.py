@@ -193,6 +193,13 @@ def asked_to_approve_key(item: WorkItem) -> str:
     return f"{item.id}@r{item.revision}:{item.owner or ''}:{len(item.approvals)}"
 
 
+def approval_round(key: str) -> str:
+    """The revision and worker an ``asked_to_approve_key`` asks about, without the number of
+    approvals given: a grant short of the quorum asks again in the same round (news that it
+    still needs you); a new revision or worker starts a new one."""
+    return key.rsplit(":", 1)[0]
+
+
 def approval_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft]:
     item = facts.item
     if item is None or not waiting_for_approval(item):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from apps.notifications import answered, bell, producing
+from apps.notifications import answered, bell, blocks, producing
 from apps.notifications.kinds import Kind
 from apps.notifications.models import Notification
 from apps.work import reviews
@@ -145,3 +145,28 @@ def test_a_request_made_after_the_act_stays_unread() -> None:
     assert answered.mark_answered(event, story.group) == 1  # the first request only
     later.refresh_from_db()
     assert later.read_at is None
+
+
+def test_a_block_asked_again_replaces_the_older_unread_one() -> None:
+    """R11.4-04..06: the coordinator agent answered the first block, the worker blocked again;
+    olga is told of the second, and the first — the same errand, answered — is no longer
+    unread beside it: one unread notification for one block waiting. (A grant short of the
+    quorum is not such a repeat: see the first test, where omar keeps both.)"""
+    world = factories.build_world("g-answered")
+    item = wf.queued(world, wf.mission(world))
+    wf.block(world, item, wf.start(world, item), "access to the archive", ref="blk-1")
+    blocks.remind(grace_s=0)
+    first = Notification.objects.get(user__username="olga", kind=Kind.WORK_BLOCKED)
+    assert first.read_at is None
+    unblock = {"work_item": item, "to": "queued"}
+    assert submit(world.w1, world.group, "work.unblock", unblock).status == 201
+    wf.block(world, item, wf.start(world, item), "the archive's password", ref="blk-2")
+    blocks.remind(grace_s=0)
+
+    told = Notification.objects.filter(user__username="olga", kind=Kind.WORK_BLOCKED)
+    assert told.count() == 2
+    first.refresh_from_db()
+    assert first.read_at is not None
+    newest = told.order_by("-pk").first()
+    assert newest.read_at is None
+    assert "the archive's password" in newest.body

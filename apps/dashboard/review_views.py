@@ -25,6 +25,7 @@ from apps.ledger.write_path import Caller, Outcome, submit_as_human
 from apps.registry.models import Membership
 from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.timefmt import parse_timestamp
+from missionweave.protocol.work.reservations import RESERVATION_SECONDS
 
 from . import names, review, review_queue, selectors
 from .access import access_membership
@@ -38,6 +39,9 @@ from .review_words import refusal_text
 #: the families of events that change a review page or the queue
 QUEUE_FAMILIES = ["work", "evidence", "review", "membership", "mission"]
 PAGE_FAMILIES = ["work", "evidence", "review", "membership", "artifact", "lease"]
+#: a reservation of the person's this young was made on the way here ("Start reviewing");
+#: an older one is made again on arrival, as leaving the page may just have given it back
+JUST_RESERVED_S = 30
 
 
 def _caller(request: HttpRequest) -> Caller:
@@ -189,6 +193,7 @@ def review_page_response(
     head = selectors.timeline_head(group)  # before the projections: see views.group_detail
     context = _page(request, membership, work_item)
     page: review.ReviewPage = context["page"]
+    reserved_for = _reserved_for(page)
     context["stream"] = {
         "group": group,
         "head_sequence": head,
@@ -197,9 +202,13 @@ def review_page_response(
         "draft_key": page.draft_key,
         "criteria": [c.id for c in page.criteria],
         "reserve_url": reverse("dashboard:review-reserve", args=[group, work_item]),
+        # leaving the page gives the person's reservation back
+        "release_url": reverse("dashboard:review-release", args=[group, work_item]),
         "may_reserve": page.open and page.reserve.allowed,
-        # a reservation of the person's with this long left is not renewed on arrival
-        "reserved_for_s": _reserved_for(page),
+        # seconds left on the person's own reservation: the page holds it
+        "reserved_for_s": reserved_for,
+        # one made a moment ago (by "Start reviewing") is not made again on arrival
+        "reserved_just_now": reserved_for > RESERVATION_SECONDS - JUST_RESERVED_S,
         # the server shows what was posted: the browser takes it as the draft
         "posted": draft is not None,
     }

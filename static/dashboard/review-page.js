@@ -389,17 +389,47 @@ function renewIfHere() {
   }
 }
 
+// Whether this page holds the person's reservation, as far as it knows.
+let holding = data.reserved_for_s > 0;
+
 async function reserve() {
   if (!data.may_reserve || document.hidden || body().dataset.open !== "true") return;
   try {
-    await fetch(data.reserve_url, {
+    const response = await fetch(data.reserve_url, {
       method: "POST",
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
     });
+    holding = response.ok;
   } catch {
     // offline: the reservation runs out by itself; the next renewal tries again
   }
+}
+
+// Leaving the page gives the reservation back at once, so a glance at a submission holds
+// nobody off: the reservation is for the person at work on it. Not when the page's own
+// forms send a decision, a skip or an ask: the decision ends it, Skip gives it back itself,
+// and an ask comes back to this page. A reload or the back button reserves again.
+const FORM_SENT_WITHIN_MS = 5000;
+let formSentAt = -Infinity;
+document.addEventListener("submit", () => (formSentAt = performance.now()), true);
+
+function release() {
+  if (!holding || !data.release_url) return;
+  if (performance.now() - formSentAt < FORM_SENT_WITHIN_MS) return;
+  holding = false;
+  fetch(data.release_url, {
+    method: "POST",
+    credentials: "same-origin",
+    keepalive: true, // outlives the page it leaves
+    headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+  }).catch(() => {});
+}
+
+// A reload or the back button: this page's own leaving just gave the reservation back.
+function returning() {
+  const [entry] = performance.getEntriesByType("navigation");
+  return entry !== undefined && (entry.type === "reload" || entry.type === "back_forward");
 }
 
 // --- live ----------------------------------------------------------------------------------
@@ -425,7 +455,11 @@ applyThenNext(body());
 show(fromHash() >= 0 ? fromHash() : firstUnjudged());
 keepCountingDown();
 refreshTextLimits(); // the drafted notes just put back fire no input event
-if (data.may_reserve && data.reserved_for_s < RENEW_MS / 1000) reserve();
+if (data.may_reserve && (!data.reserved_just_now || returning())) reserve();
+window.addEventListener("pagehide", release);
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted) reserve(); // back from the browser's page cache
+});
 for (const kind of ACTIVITY) {
   window.addEventListener(kind, noteActivity, { passive: true, capture: true });
 }

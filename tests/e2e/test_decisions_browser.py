@@ -338,6 +338,54 @@ def test_an_idle_review_page_lets_the_reservation_run_out_and_the_persons_return
         expect(rita.locator("#reservation")).to_contain_text("Reserved for you")
 
 
+def test_leaving_a_review_page_gives_the_reservation_back_and_a_reload_keeps_it(
+    cast: Cast, stack: LiveServer, browser: Browser, contexts: list[BrowserContext]
+) -> None:
+    """Issue 34 §2 ("nothing can stall"): the reservation is for the person at work on the
+    submission, not for whoever glanced at it. Olga opens it: it is hers, and the coordinator
+    agent's accept is refused; a reload keeps it hers. She leaves for the queue: it is given
+    back at once (Rita's queue, live, no longer counts it as taken), and Rita, opening it,
+    holds it — the agent's accept now names her."""
+    world = cast.world
+    group = world.group
+    coordinator, worker = agents(stack, world)
+    with coordinator, worker:
+        active = checked_submission(coordinator, worker, group)
+        url = review_url(stack, group, active.work_item)
+
+        def held_by() -> str:
+            with pytest.raises(ApiError) as refused:
+                coordinator.submit(group, "work.accept_result", accept_body(active.work_item))
+            assert (refused.value.status, refused.value.code) == (409, "REVIEW_RESERVED")
+            return str(refused.value.details["reserved_by"])
+
+        olga = signed_in(browser, contexts, stack, world.olga)
+        olga.goto(url)
+        expect(olga.locator("#reservation")).to_contain_text("Reserved for you")
+        assert held_by() == world.olga.principal
+
+        olga.reload()
+        expect(olga.locator("#reservation")).to_contain_text("Reserved for you")
+        olga.wait_for_load_state("networkidle")  # the reload's reservation, made again
+        assert held_by() == world.olga.principal
+
+        rita = signed_in(browser, contexts, stack, cast.rita)
+        rita.goto(f"{stack.url}/reviews/")
+        queue = rita.locator("#review-queue")
+        expect(queue).to_contain_text("1 submission waiting, 0 free to take.")
+
+        olga.goto(f"{stack.url}/reviews/")
+        expect(queue).to_contain_text("1 submission waiting.", timeout=5_000)  # live
+        expect(queue).not_to_contain_text("free to take")
+        check_screen(rita, "decisions-02b-left-the-review-it-is-free")
+
+        rita.goto(url)
+        expect(rita.locator("#reservation")).to_contain_text("Reserved for you")
+        rita.wait_for_load_state("networkidle")
+        assert held_by() == cast.rita.principal
+        assert state(coordinator, group, active.work_item) == "submitted"
+
+
 def test_a_decision_by_someone_else_keeps_the_persons_draft_visible(
     cast: Cast, stack: LiveServer, browser: Browser, contexts: list[BrowserContext]
 ) -> None:

@@ -100,8 +100,8 @@ class ReviewQueue:
             return (
                 f"The other {len(others)} waiting "
                 f"{'is' if len(others) == 1 else 'are'} being reviewed by someone else right "
-                "now; a reservation ends by itself within a quarter of an hour once its reviewer "
-                "stops working on it."
+                "now; a reservation ends when its reviewer leaves the submission, or by itself "
+                "within a quarter of an hour once they stop working on it."
             )
         return "No other submission could be reserved for you just now."
 

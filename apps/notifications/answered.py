@@ -20,6 +20,7 @@ work.failed
 work.unblocked                  work_blocked
 work.cancelled                  every kind above about that WorkItem
 mission.approved,               mission_ready
+mission.changes_requested,
 mission.failed,
 mission.cancelled
 =============================  =================================================================
@@ -73,7 +74,7 @@ _APPROVED = Answer(
     WORK_ITEM, frozenset({Kind.APPROVAL_NEEDED, Kind.DEADLINE_NEAR}), (APPROVAL_LINK,)
 )
 _JUDGED = Answer(WORK_ITEM, frozenset({Kind.REVIEW_WAITING}), (REVIEW_LINK,))
-_MISSION_ENDED = Answer(MISSION, frozenset({Kind.MISSION_READY}))
+_MISSION_DECIDED = Answer(MISSION, frozenset({Kind.MISSION_READY}))
 
 ANSWERS: Mapping[str, Answer] = {
     "approval.execution_granted": _APPROVED,
@@ -86,9 +87,10 @@ ANSWERS: Mapping[str, Answer] = {
         _APPROVED.kinds | _JUDGED.kinds | {Kind.WORK_BLOCKED},
         (APPROVAL_LINK, REVIEW_LINK),
     ),
-    "mission.approved": _MISSION_ENDED,
-    "mission.failed": _MISSION_ENDED,
-    "mission.cancelled": _MISSION_ENDED,
+    "mission.approved": _MISSION_DECIDED,
+    "mission.changes_requested": _MISSION_DECIDED,
+    "mission.failed": _MISSION_DECIDED,
+    "mission.cancelled": _MISSION_DECIDED,
 }
 
 

@@ -117,6 +117,20 @@ def test_the_final_approval_marks_the_missions_ready_notification_read() -> None
     assert not unread("olga", Kind.MISSION_READY, mission)
 
 
+def test_asking_for_changes_at_the_final_approval_answers_it_too() -> None:
+    """R13.2-03 step 5, R10.2-21: sending chosen WorkItems back is the person's decision on
+    the final approval; the next "ready" (once the replacements end) will be news again."""
+    world = factories.build_world("g-answered")
+    mission = wf.mission(world)
+    item = wf.verified_item(world, mission)
+    produce_all(world.group)
+    body = {"mission": mission, "work_items": [item], "note": "Cite the sources."}
+    assert submit(world.olga, world.group, "mission.request_changes", body).status == 201
+    produce_all(world.group)
+
+    assert not unread("olga", Kind.MISSION_READY, mission)
+
+
 def test_a_request_made_after_the_act_stays_unread() -> None:
     """Only what was asked before the act is answered by it: a request the producer made from
     a later event (a new revision's, say) is still news."""

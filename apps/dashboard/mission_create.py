@@ -84,10 +84,22 @@ class MissionCreateForm(forms.Form):
         return [(self[name], hint) for name, _label, hint in BUDGETS]
 
 
+#: the goal's first words an id made from it keeps, cut at a word, at most this long: the id
+#: appears in links, breadcrumbs and every WorkItem's id ("…-gather"), where the goal is
+#: shown beside it anyway
+ID_STEM_CHARS = 28
+
+
 def mission_id_for(goal: str) -> str:
-    """A readable id made from the goal, unique enough not to meet another: ``m-summarise-
-    the-incident-reports-3f9a1c``."""
-    stem = slugify(goal)[:48].strip("-") or "mission"
+    """A readable id made from the goal's first words, unique enough not to meet another:
+    ``m-summarise-the-incident-3f9a1c``."""
+    stem = ""
+    for word in slugify(goal).split("-"):
+        longer = f"{stem}-{word}" if stem else word
+        if len(longer) > ID_STEM_CHARS:
+            break
+        stem = longer
+    stem = stem or slugify(goal)[:ID_STEM_CHARS].strip("-") or "mission"
     return f"m-{stem}-{secrets.token_hex(3)}"
 
 

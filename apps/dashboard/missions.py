@@ -354,10 +354,14 @@ def mission_actions(
             f"{unfinished_sentence(unfinished, titles)} The mission can be approved once every "
             "WorkItem has ended."
         )
+    elif not mission.work_items:
+        # the protocol would take it (nothing is unfinished), but nothing is done either: the
+        # page does not put approving forward, as the inbox does not list it (R10.2-22)
+        approve_note = "It has no WorkItems yet: there is no work done to approve."
     else:
         approve_note = ""
     cancel_note = "" if may_cancel else who_may("mission.cancel", "cancel", membership)
-    approvable = may_approve and not unfinished
+    approvable = may_approve and not unfinished and bool(mission.work_items)
     return Actions(may_approve, may_cancel, approve_note, cancel_note, approvable)
 
 

@@ -389,6 +389,18 @@ def test_a_reviewer_is_told_only_mission_owners_approve(scene: Scene) -> None:
     )
 
 
+def test_a_mission_with_no_work_yet_does_not_put_approving_it_forward(scene: Scene) -> None:
+    """R10.2-22 lets a mission with nothing unfinished be approved, and one just created has
+    nothing at all: its page does not make "Review and approve" the primary step (as the inbox
+    does not list it); it says there is no work done to approve."""
+    html = page(logged_in(scene.dash.world.olga), scene.url())
+    assert field(html, "final-approval-link") == "Read the final review"
+    assert "button" not in element(html, "data-field", "final-approval-link").split(">")[0]
+    assert (
+        field(html, "approve-note") == "It has no WorkItems yet: there is no work done to approve."
+    )
+
+
 def test_a_mission_owner_is_offered_the_final_approval_and_told_what_is_unfinished(
     scene: Scene,
 ) -> None:

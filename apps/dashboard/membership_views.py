@@ -16,6 +16,7 @@ decides again whether this person may.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django import forms
@@ -117,6 +118,17 @@ def _not_staff(request: HttpRequest, group_id: str) -> HttpResponse:
     return refused(request, _NOT_ADMIN, back, words=_NOT_ADMIN_WORDS)
 
 
+@dataclass(frozen=True)
+class GrantTyped:
+    """What the person typed in the grant form, put back when it is refused, with the reason
+    next to the field it concerns ("A person never loses what they typed")."""
+
+    kind: str = "user"
+    name: str = ""
+    roles: tuple[str, ...] = ()
+    name_problem: str = ""
+
+
 @login_required
 def members_page(request: HttpRequest, group: str) -> HttpResponse:
     """Who holds which roles (since when), the forms, and the audit list; each person and
@@ -126,6 +138,19 @@ def members_page(request: HttpRequest, group: str) -> HttpResponse:
         before = selectors.before_parameter(request.GET.get("before"))
     except ValueError:
         return HttpResponseBadRequest("before is a positive integer")
+    return _members_response(request, group_row, administers=administers, before=before)
+
+
+def _members_response(
+    request: HttpRequest,
+    group_row: Group,
+    *,
+    administers: bool,
+    before: int | None = None,
+    typed: GrantTyped | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    group = group_row.pk
     members = memberships.members(group)
     audit = memberships.audit_page(group, before=before)
     names.prime(
@@ -144,23 +169,28 @@ def members_page(request: HttpRequest, group: str) -> HttpResponse:
         "return_to": reverse("dashboard:members", args=[group]),
         "is_member": selectors.member_group(group, Caller.for_user(request.user).principal)
         is not None,
+        "typed": typed or GrantTyped(),
     }
-    return render(request, "dashboard/memberships/page.html", context)
+    return render(request, "dashboard/memberships/page.html", context, status=status)
+
+
+def _answer_refusal(request: HttpRequest, group: str, error: ProtocolError) -> HttpResponse:
+    back = reverse("dashboard:members", args=[group])
+    if error.status == 404:  # a principal that does not exist: say so on the page
+        show_refusal(request, error)
+        return HttpResponseRedirect(back)
+    return refused(request, error, back)
 
 
 def _submit(
     request: HttpRequest, group: str, send: Any, confirm: Callable[[Outcome], str]
 ) -> HttpResponse:
-    back = reverse("dashboard:members", args=[group])
     try:
         outcome: Outcome = send()
     except ProtocolError as error:
-        if error.status == 404:  # a principal that does not exist: say so on the page
-            show_refusal(request, error)
-            return HttpResponseRedirect(back)
-        return refused(request, error, back)
+        return _answer_refusal(request, group, error)
     messages.success(request, f"{confirm(outcome)}.")
-    return HttpResponseRedirect(back)
+    return HttpResponseRedirect(reverse("dashboard:members", args=[group]))
 
 
 def _command_id(form: forms.Form) -> str:
@@ -175,10 +205,11 @@ def member_grant(request: HttpRequest, group: str) -> HttpResponse:
     member, or new roles for a member; the same roles again change nothing (no event, same
     epoch)."""
     try:
-        administered_group(request, group)
+        group_row = administered_group(request, group)
     except PermissionError:
         return _not_staff(request, group)
     form = GrantForm(request.POST)
+    typed = _typed(request)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         show_refusal(
@@ -186,25 +217,52 @@ def member_grant(request: HttpRequest, group: str) -> HttpResponse:
             ProtocolError(ErrorCode.MALFORMED, f"the grant form is not valid: {problems}"),
             words=form_problems(form),
         )
-        return HttpResponseRedirect(reverse("dashboard:members", args=[group]))
+        return _members_response(request, group_row, administers=True, typed=typed, status=400)
     principal = form.cleaned_data["principal"]
     roles = sorted(form.cleaned_data["roles"])
     who = display_name(principal)
     roles_said = ", ".join(role.replace("_", " ") for role in roles)
-    return _submit(
-        request,
-        group,
-        lambda: services.membership_grant(
+    try:
+        outcome = services.membership_grant(
             group_id=group,
             admin=Caller.for_user(request.user),
             body={"principal": principal, "roles": roles},
             command_id=_command_id(form),
-        ),
-        lambda outcome: (
-            f"Granted {roles_said} to {who}"
-            if outcome.status == 201
-            else f"{who} holds {roles_said}"
-        ),
+        )
+    except ProtocolError as error:
+        if error.status != 404 or not typed.name:
+            return _answer_refusal(request, group, error)
+        # nobody of that name (wire§4 NOT_FOUND): the page again, what was typed kept
+        problem = _nobody_named(typed)
+        show_refusal(request, error, words=problem)
+        typed = replace(typed, name_problem=problem)
+        return _members_response(request, group_row, administers=True, typed=typed, status=404)
+    said = (
+        f"Granted {roles_said} to {who}" if outcome.status == 201 else f"{who} holds {roles_said}"
+    )
+    messages.success(request, f"{said}.")
+    return HttpResponseRedirect(reverse("dashboard:members", args=[group]))
+
+
+def _typed(request: HttpRequest) -> GrantTyped:
+    """The grant form's own fields as posted (the change-roles forms send a principal)."""
+    kind = request.POST.get("kind", "user")
+    return GrantTyped(
+        kind=kind if kind in dict(KINDS) else "user",
+        name=request.POST.get("name", "").strip()[:150],
+        roles=tuple(role for role in request.POST.getlist("roles") if role in ROLES),
+    )
+
+
+def _nobody_named(typed: GrantTyped) -> str:
+    if typed.kind == "agent":
+        return (
+            f"There is no agent with the id “{typed.name}”: an agent is registered before it "
+            "can be given roles. Check the id on its agent card."
+        )
+    return (
+        f"There is no person with the username “{typed.name}”. Check the spelling: a person "
+        "is named by the username they sign in with, and needs an account first."
     )
 
 

@@ -21,7 +21,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.exports import verify_export
 from tests.dashboard import workflows as wf
 from tests.dashboard.conftest import Dashboard, logged_in
-from tests.dashboard.html import text
+from tests.dashboard.html import element, text
 from tests.factories import human
 
 pytestmark = pytest.mark.django_db
@@ -159,6 +159,45 @@ def test_granting_to_a_principal_that_does_not_exist_is_not_found(
     )
     assert page.status_code == 200
     assert 'data-code="NOT_FOUND"' in page.content.decode()
+    assert wf.head(group) == head
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("user", "There is no person with the username “nobdy”. Check the spelling"),
+        ("agent", "There is no agent with the id “nobdy”: an agent is registered before"),
+    ],
+)
+def test_a_grant_to_a_name_nobody_has_keeps_what_was_typed_and_says_why_beside_it(
+    dash: Dashboard, kind: str, said: str
+) -> None:
+    """wire§4 NOT_FOUND, as a person reads it: the members page again (404, nothing
+    appended), the kind, the name and the roles as typed, and the reason next to the name
+    field — not a generic "it no longer exists" at the top of a blank form."""
+    group = dash.world.group
+    head = wf.head(group)
+    typed = {"kind": kind, "name": "nobdy", "roles": ["reviewer", "worker"]}
+    page = logged_in(dash.world.alice).post(_url(group, "grant/"), typed)
+    assert page.status_code == 404
+    html = page.content.decode()
+    assert 'value="nobdy"' in html
+    assert 'aria-invalid="true"' in html
+    assert said in text(element(html, "data-field", "grant-name-problem"))
+    assert f'<option value="{kind}" selected>' in html
+    assert 'value="reviewer" checked' in html and 'value="worker" checked' in html
+    assert 'value="admin" checked' not in html
+    assert 'data-code="NOT_FOUND"' in html  # in the collapsed technical details
+    assert wf.head(group) == head
+
+
+def test_a_grant_without_roles_keeps_the_name_typed(dash: Dashboard) -> None:
+    """A form the server cannot send (no role ticked) comes back with the name kept (400)."""
+    group = dash.world.group
+    head = wf.head(group)
+    page = logged_in(dash.world.alice).post(_url(group, "grant/"), {"kind": "user", "name": "zoe"})
+    assert page.status_code == 400
+    assert 'value="zoe"' in page.content.decode()
     assert wf.head(group) == head
 
 

@@ -30,7 +30,8 @@ def test_staff_grant_then_revoke_from_the_members_screen(
     world: World, live_asgi_server: LiveServer, page: Page
 ) -> None:
     """wire§4: membership.grant then membership.revoke as the staff person, each shown in
-    the members list and, newest first, in the audit list."""
+    the members list and, newest first, in the audit list. A mistyped name comes back with
+    what was typed and the reason beside it (NOT_FOUND)."""
     server = live_asgi_server
     log_in(page, server, "alice")
     page.goto(f"{server.url}/groups/")
@@ -41,8 +42,19 @@ def test_staff_grant_then_revoke_from_the_members_screen(
 
     grant = page.locator(".members-grant")
     grant.get_by_label("Who").select_option("user")
-    grant.get_by_label("Username or agent id").fill("zoe")
+    name = grant.get_by_label("Username or agent id")
+    name.fill("zeo")  # a slip: nobody has that username
     grant.get_by_label("observer").check()
+    grant.get_by_role("button", name="Grant").click()
+    expect(name).to_have_value("zeo")
+    expect(name).to_have_attribute("aria-invalid", "true")
+    expect(name).to_be_focused()
+    expect(grant.locator('[data-field="grant-name-problem"]')).to_contain_text(
+        "There is no person with the username “zeo”."
+    )
+    expect(grant.get_by_label("observer")).to_be_checked()
+    check_screen(page, "members-01b-a-name-nobody-has")
+    name.fill("zoe")
     grant.get_by_role("button", name="Grant").click()
     expect(page.locator("#flash")).to_contain_text("Granted observer to zoe.")
     expect(page.locator('li[data-principal="user:zoe"]')).to_contain_text("person · member since")

@@ -27,7 +27,7 @@ from missionweave.protocol.errors import ErrorCode, ProtocolError
 from missionweave.protocol.timefmt import parse_timestamp
 from missionweave.protocol.work.reservations import RESERVATION_SECONDS
 
-from . import names, review, review_queue, selectors
+from . import names, review, review_holder, review_queue, selectors
 from .access import access_membership
 from .actions import new_command_id, refused
 from .asking import ASK_FORM, REVIEW, AskPanel, ask_panel
@@ -194,6 +194,9 @@ def review_page_response(
     context = _page(request, membership, work_item)
     page: review.ReviewPage = context["page"]
     reserved_for = _reserved_for(page)
+    page_token = review_holder.new_page_token()
+    if reserved_for:  # the person holds it: this page, now the newest, gives it back on leaving
+        review_holder.hold(request.session, group, work_item, page_token)
     context["stream"] = {
         "group": group,
         "head_sequence": head,
@@ -202,8 +205,9 @@ def review_page_response(
         "draft_key": page.draft_key,
         "criteria": [c.id for c in page.criteria],
         "reserve_url": reverse("dashboard:review-reserve", args=[group, work_item]),
-        # leaving the page gives the person's reservation back
+        # leaving the page gives the person's reservation back, if this page holds it
         "release_url": reverse("dashboard:review-release", args=[group, work_item]),
+        "page_token": page_token,
         "may_reserve": page.open and page.reserve.allowed,
         # seconds left on the person's own reservation: the page holds it
         "reserved_for_s": reserved_for,
@@ -400,6 +404,8 @@ def review_reserve(request: HttpRequest, group: str, work_item: str) -> HttpResp
     accepts it under them, REVIEW_RESERVED); the page renews it while it stays open."""
     access_membership(request, group)
     refusal = _reserve(request, group, work_item)
+    if refusal is None:
+        review_holder.hold(request.session, group, work_item, request.POST.get("page", ""))
     if _wants_json(request):
         if refusal is None:
             return JsonResponse({"reserved": True})
@@ -418,10 +424,16 @@ def review_reserve(request: HttpRequest, group: str, work_item: str) -> HttpResp
 @login_required
 @require_POST
 def review_release(request: HttpRequest, group: str, work_item: str) -> HttpResponse:
+    """Give the reservation back. A review page leaving says which page it is (``page``): only
+    the page that holds the reservation gives it back, not an older one of the same person
+    whose release arrives after a reload reserved again (``review_holder``)."""
     access_membership(request, group)
-    _release(request, group, work_item)
+    page = request.POST.get("page")
+    released = page is None or review_holder.may_release(request.session, group, work_item, page)
+    if released:
+        _release(request, group, work_item)
     if _wants_json(request):
-        return JsonResponse({"released": True})
+        return JsonResponse({"released": released})
     return HttpResponseRedirect(reverse("dashboard:reviews"))
 
 

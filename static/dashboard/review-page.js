@@ -399,6 +399,7 @@ async function reserve() {
       method: "POST",
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+      body: new URLSearchParams({ page: data.page_token }), // this page now holds it
     });
     holding = response.ok;
   } catch {
@@ -423,6 +424,8 @@ function release() {
     credentials: "same-origin",
     keepalive: true, // outlives the page it leaves
     headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" },
+    // only if this page still holds it: a reload's new page may have reserved already
+    body: new URLSearchParams({ page: data.page_token }),
   }).catch(() => {});
 }
 

@@ -293,6 +293,36 @@ def test_skip_releases_the_reservation_and_says_when_nothing_is_left(scene: Scen
     assert "is reviewing" not in olga.get(scene.url()).content.decode()
 
 
+def page_token(html: str) -> str:
+    data = json.loads(
+        unescape(element(html, "id", "review-data").split(">", 1)[1].rsplit("<", 1)[0])
+    )
+    return str(data["page_token"])
+
+
+def test_only_the_page_holding_the_reservation_gives_it_back_as_it_leaves(scene: Scene) -> None:
+    """Issue 34 §2, with leaving the page giving the reservation back: a reload draws a new
+    page while the old one's release is on its way. The new page, drawn while olga holds the
+    reservation, holds it now: the old page's release arriving late is not sent (the agent
+    cannot decide under her); the holding page's release is."""
+    olga = logged_in(scene.dash.world.olga)
+    first = page_token(olga.get(scene.url()).content.decode())
+    assert olga.post(scene.url("reserve/"), {"page": first}).status_code == 302
+    reloaded = page_token(olga.get(scene.url()).content.decode())  # drawn while she holds it
+    assert reloaded != first
+
+    late = olga.post(scene.url("release/"), {"page": first}, HTTP_ACCEPT="application/json")
+    assert late.json() == {"released": False}
+    assert "Reserved for you" in olga.get(scene.url()).content.decode()
+    assert events_of(scene.group, "review.released") == []
+
+    newest = page_token(olga.get(scene.url()).content.decode())
+    left = olga.post(scene.url("release/"), {"page": newest}, HTTP_ACCEPT="application/json")
+    assert left.json() == {"released": True}
+    assert len(events_of(scene.group, "review.released")) == 1
+    assert "is reviewing" not in logged_in(scene.rita).get(scene.url()).content.decode()
+
+
 # --- who may see what ------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from .access import access_membership
 from .actions import new_command_id, refused
 from .asking import ASK_FORM, REVIEW, AskPanel, ask_panel
 from .decision_forms import NotSent, Typed, membership_or_none, not_a_member
+from .item_names import item_named
 from .resubmission_reads import changes_since_previous
 from .review_forms import Draft, ReviewSubmission, parse_review, posted_draft, review_payload
 from .review_words import refusal_text
@@ -256,17 +257,22 @@ def review_section(request: HttpRequest, group: str, work_item: str) -> HttpResp
     return render(request, "dashboard/review/body.html", context)
 
 
-def _decided(submission: ReviewSubmission, work_item: str) -> str:
+def _decided(submission: ReviewSubmission, group: str, work_item: str) -> str:
+    """The flash after a decision, naming the work by its goal as people know it."""
+    named = item_named(group, work_item)
     passed = sum(1 for v in submission.verdicts if v.verdict == "pass")
     total = len(submission.verdicts)
     if submission.action == "accept":
-        return f"Accepted the result of {work_item}: all {total} criteria pass. It is verified."
+        every = {1: "its criterion passes", 2: "both criteria pass"}.get(
+            total, f"all {total} criteria pass"
+        )
+        return f"Accepted the result of {named}: {every}. It is verified."
     if submission.action == "send_back":
         return (
-            f"Sent {work_item} back: {total - passed} of {total} criteria did not pass. "
+            f"Sent {named} back: {total - passed} of {total} criteria did not pass. "
             "It failed with your verdicts as evidence; a coordinator can offer it again."
         )
-    return f"Recorded your verdicts on {work_item} ({passed} of {total} pass) for the approvers."
+    return f"Recorded your verdicts on {named} ({passed} of {total} pass) for the approvers."
 
 
 def _submit(
@@ -377,7 +383,7 @@ def review_decide(request: HttpRequest, group: str, work_item: str) -> HttpRespo
             command_id=command_id,
             status=error.status,
         )
-    messages.success(request, _decided(submission, work_item))
+    messages.success(request, _decided(submission, group, work_item))
     if submission.then_next:
         return _open_next(request, after=(group, work_item), sent=page.draft_key)
     # ``sent``: the page drops the browser's draft of this submission, now that it is sent

@@ -142,7 +142,10 @@ def test_a_mission_owner_accepts_with_the_verdicts_and_their_notes(scene: Scene)
         {"action": "accept", "summary": "good work", **verdicts(c1="pass", c2="pass")},
         follow=True,
     )
-    assert "Accepted the result" in flash(response.content.decode())
+    assert (  # by its goal, as people know it
+        "Accepted the result of “Summarise the incident reports of November”: both criteria "
+        "pass. It is verified."
+    ) in text(flash(response.content.decode()))
     assert wf.state_of(scene.group, scene.item) == "verified"
     accepted = events_of(scene.group, "work.result_accepted")[-1]["payload"]
     assert accepted["review"]["summary"] == "good work"  # type: ignore[index]
@@ -199,7 +202,9 @@ def test_sending_back_fails_the_item_with_the_verdicts_as_evidence(scene: Scene)
         {"action": "send_back", **verdicts(c1="pass", c2="needs_changes")},
         follow=True,
     )
-    assert "Sent" in flash(response.content.decode())
+    assert (
+        "Sent “Summarise the incident reports of November” back: 1 of 2 criteria did not pass."
+    ) in text(flash(response.content.decode()))
     assert wf.state_of(scene.group, scene.item) == "failed"
     failed = events_of(scene.group, "work.failed")[-1]
     evidence = {e["criterion"]: e for e in failed["payload"]["evidence"]}  # type: ignore[index]

@@ -277,7 +277,7 @@ def test_a_persons_reservation_holds_the_decision_and_submit_and_next_skips_deci
 
         # "then open the next": the third, not the second the agent decided
         expect(rita).to_have_url(review_url(stack, group, third) + "#criterion-c1")
-        expect(rita.locator("#flash")).to_contain_text(f"Accepted the result of {first}")
+        expect(rita.locator("#flash")).to_contain_text("both criteria pass. It is verified.")
         expect(rita.locator("#reservation")).to_contain_text("Reserved for you")
         assert state(coordinator, group, first) == "verified"
         accepted = coordinator.get_json(f"/groups/{group}/work-items/{first}")["accepted_review"]

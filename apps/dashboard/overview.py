@@ -284,8 +284,8 @@ def _children(group_id: str, rows: list[dict[str, Any]], viewer: str) -> _Childr
 
 
 def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
-    """What the blocked item waits for: the final approval of a child mission whose work is
-    all done (R10.2-16), or what its worker asked for in its own words (R11.4-04)."""
+    """What a listed blocked item waits for: the final approval of a child mission whose work
+    is all done (R10.2-16), or what its worker asked for in its own words (R11.4-04)."""
     child = _running_child(row)
     if child is not None:
         words = child_missions.child_mission_words(child, children.goals)
@@ -298,6 +298,8 @@ def _blocked_reason(row: Mapping[str, Any], children: _Children) -> str:
 
 
 def _blocked_row(group_id: str, row: Mapping[str, Any], children: _Children) -> Row:
+    """A listed blocked row: a running child here is one that waits only for its final
+    approval (``_blocked`` lists no other), so the row opens that approval."""
     child = _running_child(row)
     return Row(
         key=f"blocked-{row['work_item_id']}",
@@ -319,10 +321,10 @@ def _still_working_note(waiting: int, scanned_all: bool) -> str:
     if not waiting:
         return ""
     if waiting == 1:
-        said = "1 more blocked WorkItem waits for its child mission, still at work: nobody "
+        said = "1 blocked WorkItem waits for its child mission, still at work: nobody "
         said += "needs to act until it ends."
     else:
-        said = f"{waiting} more blocked WorkItems wait for their child missions, still at "
+        said = f"{waiting} blocked WorkItems wait for their child missions, still at "
         said += "work: nobody needs to act until they end."
     if not scanned_all:
         said += f" Only the newest {CHILD_SCAN} were checked for a child whose work is done."

@@ -136,7 +136,7 @@ def test_work_waiting_for_a_child_mission_at_work_is_counted_not_listed_until_it
     assert f"attention-blocked-{here}" not in html
     assert "Nothing needs attention right now." in text(html)
     assert (
-        "1 more blocked WorkItem waits for its child mission, still at work: nobody needs to "
+        "1 blocked WorkItem waits for its child mission, still at work: nobody needs to "
         "act until it ends." in text(element(html, "data-field", "attention-blocked-note"))
     )
 
@@ -147,7 +147,7 @@ def test_work_waiting_for_a_child_mission_at_work_is_counted_not_listed_until_it
         there, _child = wf.blocked_on_child(world, other, "Lab work")
     html = section(dash)
     assert f"attention-blocked-{there}" not in html
-    assert "2 more blocked WorkItems wait for their child missions, still at work" in text(html)
+    assert "2 blocked WorkItems wait for their child missions, still at work" in text(html)
 
     # R10.2-16: the child's work all verified, only its final approval is left: listed
     wf.verified_item(world, child_here)
@@ -157,7 +157,7 @@ def test_work_waiting_for_a_child_mission_at_work_is_counted_not_listed_until_it
     assert f'href="/groups/{world.group}/missions/{child_here}/final-approval/"' in row
     assert "Open its final approval" in text(row)
     assert 'data-field="attention-blocked-total">1<' in html
-    assert "1 more blocked WorkItem waits for its child mission, still at work" in text(html)
+    assert "1 blocked WorkItem waits for its child mission, still at work" in text(html)
 
 
 def test_blocked_work_is_counted_by_what_it_waits_for_whatever_the_mix(dash: Dashboard) -> None:
@@ -173,7 +173,7 @@ def test_blocked_work_is_counted_by_what_it_waits_for_whatever_the_mix(dash: Das
     assert f"attention-blocked-{waiting}" not in html
     assert 'data-field="attention-blocked-total">1<' in html
     note = text(element(html, "data-field", "attention-blocked-note"))
-    assert note.startswith("1 more blocked WorkItem waits for its child mission")
+    assert note.startswith("1 blocked WorkItem waits for its child mission")
     assert count_of(group_page(dash), "work-counts", "blocked") == 2
 
 

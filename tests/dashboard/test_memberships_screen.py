@@ -185,7 +185,8 @@ def test_a_grant_to_a_name_nobody_has_keeps_what_was_typed_and_says_why_beside_i
     assert 'aria-invalid="true"' in html
     assert said in text(element(html, "data-field", "grant-name-problem"))
     assert f'<option value="{kind}" selected>' in html
-    assert 'value="reviewer" checked' in html and 'value="worker" checked' in html
+    assert 'value="reviewer" checked' in html
+    assert 'value="worker" checked' in html
     assert 'value="admin" checked' not in html
     assert 'data-code="NOT_FOUND"' in html  # in the collapsed technical details
     assert wf.head(group) == head

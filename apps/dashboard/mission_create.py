@@ -93,13 +93,14 @@ ID_STEM_CHARS = 28
 def mission_id_for(goal: str) -> str:
     """A readable id made from the goal's first words, unique enough not to meet another:
     ``m-summarise-the-incident-3f9a1c``."""
+    slug = slugify(goal)
     stem = ""
-    for word in slugify(goal).split("-"):
+    for word in slug.split("-"):
         longer = f"{stem}-{word}" if stem else word
         if len(longer) > ID_STEM_CHARS:
             break
         stem = longer
-    stem = stem or slugify(goal)[:ID_STEM_CHARS].strip("-") or "mission"
+    stem = stem or slug[:ID_STEM_CHARS].strip("-") or "mission"
     return f"m-{stem}-{secrets.token_hex(3)}"
 
 

@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Q
 from django.utils import timezone
 
@@ -100,21 +100,24 @@ def _subject(event: Mapping[str, Any], answer: Answer) -> str:
     return str(value or "")
 
 
-def mark_answered(event: Mapping[str, Any], group_id: str) -> int:
+class Users(Protocol):
+    """The producer's run-long book of users (``producing.Recipients``): each principal
+    looked up once however many of their events a run reads."""
+
+    def user(self, principal: str) -> AbstractBaseUser | None: ...
+
+
+def mark_answered(event: Mapping[str, Any], group_id: str, users: Users) -> int:
     """Mark read the notifications ``event``'s person answered by it; how many were."""
     answer = ANSWERS.get(str(event.get("type")))
     actor = str(event.get("actor") or "")
     if answer is None or not is_person(actor):
         return 0
     subject = _subject(event, answer)
-    user_id = (
-        get_user_model()
-        .objects.filter(username=actor.removeprefix("user:"))
-        .values_list("pk", flat=True)
-        .first()
-    )
-    if not subject or user_id is None:
+    user = users.user(actor)
+    if not subject or user is None:
         return 0
+    user_id = user.pk
     asked = Q(kind__in=answer.kinds)
     for link in answer.asked_links:
         asked |= Q(kind=Kind.ASKED_OF_YOU, link__endswith=link)

@@ -94,7 +94,7 @@ def produce(group_id: str) -> Produced:
         book = Recipients()
         for document in documents:
             event = json.loads(document)
-            answered.mark_answered(event, group_id)
+            answered.mark_answered(event, group_id, book)
             if event["type"] not in TRIGGERS:
                 continue
             found = facts.facts_for(event, group_id, members=members, name=name)

@@ -156,7 +156,8 @@ def test_a_request_made_after_the_act_stays_unread() -> None:
         "sequence": 9_999,
         "payload": {"work_item": "wi-1"},
     }
-    assert answered.mark_answered(event, story.group) == 1  # the first request only
+    users = producing.Recipients()
+    assert answered.mark_answered(event, story.group, users) == 1  # the first request only
     later.refresh_from_db()
     assert later.read_at is None
 

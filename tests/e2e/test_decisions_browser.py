@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,18 @@ def checked_submission(coordinator: AgentClient, worker: AgentClient, group: str
     return active
 
 
+@contextmanager
+def one_checked_submission(
+    server: LiveServer, world: World
+) -> Iterator[tuple[AgentClient, ActiveItem, str]]:
+    """The agents connected and one submission the authority has checked: the coordinator,
+    the item and the address of its review page."""
+    coordinator, worker = agents(server, world)
+    with coordinator, worker:
+        active = checked_submission(coordinator, worker, world.group)
+        yield coordinator, active, review_url(server, world.group, active.work_item)
+
+
 def accept_body(work_item: str) -> dict[str, Any]:
     verdicts = [{"criterion": c, "verdict": "pass", "note": ""} for c in ("c1", "c2")]
     return {"work_item": work_item, "review": {"verdicts": verdicts, "summary": "agent: fine"}}
@@ -299,11 +312,7 @@ def test_an_idle_review_page_lets_the_reservation_run_out_and_the_persons_return
     afterwards reserves again at once. Time is the browser's fake clock: the test counts the
     page's reservation requests, each one answered by the real server."""
     world = cast.world
-    group = world.group
-    coordinator, worker = agents(stack, world)
-    with coordinator, worker:
-        active = checked_submission(coordinator, worker, group)
-
+    with one_checked_submission(stack, world) as (_coordinator, _active, url):
         rita = signed_in(browser, contexts, stack, cast.rita)
         answered: list[int] = []
 
@@ -321,7 +330,7 @@ def test_an_idle_review_page_lets_the_reservation_run_out_and_the_persons_return
 
         rita.on("response", count)
         rita.clock.install()
-        rita.goto(review_url(stack, group, active.work_item))
+        rita.goto(url)
         expect(rita.locator("#reservation")).to_contain_text("Reserved for you")
         assert len(sent(1)) == 1, answered  # opened: reserved
 
@@ -348,10 +357,7 @@ def test_leaving_a_review_page_gives_the_reservation_back_and_a_reload_keeps_it(
     holds it — the agent's accept now names her."""
     world = cast.world
     group = world.group
-    coordinator, worker = agents(stack, world)
-    with coordinator, worker:
-        active = checked_submission(coordinator, worker, group)
-        url = review_url(stack, group, active.work_item)
+    with one_checked_submission(stack, world) as (coordinator, active, url):
 
         def held_by() -> str:
             with pytest.raises(ApiError) as refused:
@@ -395,12 +401,7 @@ def test_a_decision_by_someone_else_keeps_the_persons_draft_visible(
     criteria as the accepted review judged them, and keeps Rita's unsent verdicts and note —
     also after a reload, until she discards them."""
     world = cast.world
-    group = world.group
-    coordinator, worker = agents(stack, world)
-    with coordinator, worker:
-        active = checked_submission(coordinator, worker, group)
-        url = review_url(stack, group, active.work_item)
-
+    with one_checked_submission(stack, world) as (_coordinator, _active, url):
         olga = signed_in(browser, contexts, stack, world.olga)
         olga.goto(url)
         expect(olga.locator("#reservation")).to_contain_text("Reserved for you")

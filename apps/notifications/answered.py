@@ -52,12 +52,12 @@ from django.utils import timezone
 from . import live
 from .kinds import ERRANDS, Kind
 from .models import Notification
-from .recipients import approval_round, is_person
+from .recipients import APPROVAL_PAGE, REVIEW_PAGE, approval_round, is_person
 
 WORK_ITEM = "work_item"
 MISSION = "mission"
-APPROVAL_LINK = "/approval/"
-REVIEW_LINK = "/review/"
+APPROVAL_LINK = f"/{APPROVAL_PAGE}"
+REVIEW_LINK = f"/{REVIEW_PAGE}"
 
 
 @dataclass(frozen=True)

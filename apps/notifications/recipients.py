@@ -51,6 +51,11 @@ from .kinds import Kind
 #: principal → the name a person reads
 Namer = Callable[[str], str]
 
+#: the screens a WorkItem's notification may open besides its own page, as its link ends:
+#: an ``asked_of_you`` asks for whichever its link opens (``standing``, ``answered``)
+APPROVAL_PAGE = "approval/"
+REVIEW_PAGE = "review/"
+
 MISSION_OWNER = "mission_owner"
 REVIEWER = "reviewer"
 COORDINATOR = "coordinator"
@@ -219,7 +224,7 @@ def approval_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Dr
         subject_id=item.id,
         title=f"Approve the execution of “{_item_title(item)}”",
         body=body,
-        link=item_link(facts.group, item.id, "approval/"),
+        link=item_link(facts.group, item.id, APPROVAL_PAGE),
     )
 
 
@@ -242,7 +247,7 @@ def approval_decided(event: dict[str, Any], facts: Facts, name: Namer) -> list[D
         subject_id=item.id,
         title=f"{name(event['actor'])} {verb} the execution of “{_item_title(item)}”",
         body=body,
-        link=item_link(facts.group, item.id, "approval/"),
+        link=item_link(facts.group, item.id, APPROVAL_PAGE),
     )
 
 
@@ -266,7 +271,7 @@ def still_needed(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft
             f"{len(item.approvals)} of {needed} approvals given; {missing} more "
             f"{mission_owners(missing, with_count=False)} must approve before it can start."
         ),
-        link=item_link(facts.group, item.id, "approval/"),
+        link=item_link(facts.group, item.id, APPROVAL_PAGE),
     )
 
 
@@ -297,7 +302,7 @@ def review_waiting(event: dict[str, Any], facts: Facts, name: Namer) -> list[Dra
         subject_id=item.id,
         title=f"Review “{_item_title(item)}”",
         body=f"{name(event['actor'])} submitted it for review.",
-        link=item_link(facts.group, item.id, "review/"),
+        link=item_link(facts.group, item.id, REVIEW_PAGE),
     )
 
 
@@ -427,7 +432,7 @@ def asked_of_you(event: dict[str, Any], facts: Facts, name: Namer) -> list[Draft
         subject_id=item.id,
         title=f"{name(event['actor'])} asks you for {wanted} “{_item_title(item)}”",
         body=f"“{note}”" if note else "",
-        link=item_link(facts.group, item.id, "review/" if review else "approval/"),
+        link=item_link(facts.group, item.id, REVIEW_PAGE if review else APPROVAL_PAGE),
     )
 
 
@@ -516,5 +521,5 @@ def deadline_drafts(facts: Facts, deadline: str, minutes_left: int, name: Namer)
         subject_id=item.id,
         title=f"“{_item_title(item)}” must start within {minutes_left} min",
         body=body,
-        link=item_link(facts.group, item.id, "approval/" if waiting else ""),
+        link=item_link(facts.group, item.id, APPROVAL_PAGE if waiting else ""),
     )

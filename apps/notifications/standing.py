@@ -24,7 +24,7 @@ from missionweave.protocol.work.items import WorkItem as WorkItemState
 
 from .kinds import Kind
 from .models import Notification
-from .recipients import waiting_for_approval
+from .recipients import APPROVAL_PAGE, REVIEW_PAGE, waiting_for_approval
 
 #: a WorkItem's state as the sentence "it is now …" ends
 STATE_WORDS = {
@@ -101,9 +101,9 @@ def settled(notification: Notification, now: Now, principal: str) -> str:
         return ""
     kind = notification.kind
     asked = kind == Kind.ASKED_OF_YOU  # for an approval or a review: its link says which
-    if kind == Kind.APPROVAL_NEEDED or (asked and notification.link.endswith("/approval/")):
+    if kind == Kind.APPROVAL_NEEDED or (asked and notification.link.endswith(f"/{APPROVAL_PAGE}")):
         return _approval_settled(item, principal)
-    if kind == Kind.REVIEW_WAITING or (asked and notification.link.endswith("/review/")):
+    if kind == Kind.REVIEW_WAITING or (asked and notification.link.endswith(f"/{REVIEW_PAGE}")):
         return "" if item.state == S.SUBMITTED else f"it was judged; it is now {_is(item)}."
     if kind == Kind.DEADLINE_NEAR:
         return "" if item.state == S.QUEUED else f"it is now {_is(item)}."
